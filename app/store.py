@@ -1,0 +1,178 @@
+"""An index on disk: SQLite tables, a Chroma collection and a bm25s index, side by side.
+
+Layout of ``$HOPRAG_HOME/indexes/NAME/``::
+
+    manifest.json   name, corpus fingerprint, counts, models, timings
+    hoprag.sqlite   passages (with embeddings), sentences, entities, mentions
+    chroma-FP/      persistent Chroma collection "passages" (cosine space); the folder
+                    is named after the corpus fingerprint so a rebuilt index never
+                    meets a stale in-process Chroma client
+    bm25/           bm25s index over title + text
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import chromadb
+from chromadb.config import Settings as ChromaSettings
+
+from app.errors import UserError
+from app.settings import Settings
+
+INDEX_FORMAT = 1
+COLLECTION = "passages"
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+SCHEMA = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE passages (
+    id INTEGER PRIMARY KEY, title TEXT NOT NULL, text TEXT NOT NULL,
+    content_hash TEXT NOT NULL, embedding BLOB NOT NULL
+);
+CREATE TABLE sentences (
+    id INTEGER PRIMARY KEY, passage_id INTEGER NOT NULL REFERENCES passages(id),
+    position INTEGER NOT NULL, text TEXT NOT NULL, start INTEGER NOT NULL, "end" INTEGER NOT NULL
+);
+CREATE TABLE entities (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, label TEXT NOT NULL);
+CREATE TABLE mentions (
+    entity_id INTEGER NOT NULL REFERENCES entities(id),
+    sentence_id INTEGER NOT NULL REFERENCES sentences(id),
+    surface TEXT NOT NULL,
+    PRIMARY KEY (entity_id, sentence_id, surface)
+);
+CREATE INDEX sentences_by_passage ON sentences(passage_id, position);
+CREATE INDEX mentions_by_sentence ON mentions(sentence_id);
+CREATE INDEX passages_by_hash ON passages(content_hash);
+"""
+
+
+def check_name(name: str) -> str:
+    if not NAME_RE.match(name or ""):
+        raise UserError(
+            f"{name!r} is not a valid index name",
+            hint="use 1-64 letters, digits, '_', '-' or '.', starting with a letter or digit",
+        )
+    return name
+
+
+def chroma_client(path: Path) -> Any:
+    """A persistent Chroma client with telemetry off."""
+    return chromadb.PersistentClient(
+        path=str(path), settings=ChromaSettings(anonymized_telemetry=False)
+    )
+
+
+@dataclass(frozen=True)
+class PassageRecord:
+    id: int
+    title: str
+    text: str
+
+
+class CorpusIndex:
+    """Read access to one finished index. Opened once and shared by all readers."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.name = path.name
+        manifest = path / "manifest.json"
+        try:
+            self.manifest: dict[str, Any] = json.loads(manifest.read_text())
+        except (OSError, json.JSONDecodeError):
+            raise UserError(
+                f"index {self.name!r} at {path} is damaged (unreadable manifest.json)",
+                hint=f"rebuild it with `hoprag index PATH --name {self.name}`",
+            ) from None
+        if self.manifest.get("format") != INDEX_FORMAT:
+            raise UserError(
+                f"index {self.name!r} was built by another hoprag version",
+                hint=f"rebuild it with `hoprag index PATH --name {self.name}`",
+            )
+        self.db = sqlite3.connect(
+            f"file:{path / 'hoprag.sqlite'}?mode=ro", uri=True, check_same_thread=False
+        )
+        self._collection: Any = None
+
+    @classmethod
+    def open(cls, settings: Settings, name: str) -> CorpusIndex:
+        path = settings.indexes_dir / check_name(name)
+        if not (path / "manifest.json").is_file():
+            known = ", ".join(list_indexes(settings)) or "none yet"
+            raise UserError(
+                f"no index named {name!r} in {settings.indexes_dir}",
+                hint=f"build it with `hoprag index PATH --name {name}` (existing: {known})",
+            )
+        return cls(path)
+
+    @property
+    def collection(self) -> Any:
+        if self._collection is None:
+            client = chroma_client(self.path / self.manifest["chroma_dir"])
+            self._collection = client.get_collection(COLLECTION)
+        return self._collection
+
+    def __len__(self) -> int:
+        return int(self.manifest["passages"])
+
+    def passages(self, ids: list[int]) -> list[PassageRecord]:
+        """Passages by id, in the order asked."""
+        if not ids:
+            return []
+        marks = ",".join("?" * len(ids))
+        rows = self.db.execute(
+            f"SELECT id, title, text FROM passages WHERE id IN ({marks})", ids
+        ).fetchall()
+        by_id = {r[0]: PassageRecord(*r) for r in rows}
+        return [by_id[i] for i in ids if i in by_id]
+
+    def sentences_of(self, passage_id: int) -> list[str]:
+        rows = self.db.execute(
+            "SELECT text FROM sentences WHERE passage_id = ? ORDER BY position", (passage_id,)
+        ).fetchall()
+        return [r[0] for r in rows]
+
+    def sentences_with(self, entity: str) -> list[tuple[int, int, str]]:
+        """(sentence id, passage id, text) of every sentence that mentions the entity."""
+        rows = self.db.execute(
+            "SELECT s.id, s.passage_id, s.text FROM entities e "
+            "JOIN mentions m ON m.entity_id = e.id JOIN sentences s ON s.id = m.sentence_id "
+            "WHERE e.name = ? GROUP BY s.id ORDER BY s.id",
+            (normalise_entity(entity),),
+        ).fetchall()
+        return [(int(a), int(b), str(c)) for a, b, c in rows]
+
+    def close(self) -> None:
+        self.db.close()
+
+
+def normalise_entity(surface: str) -> str:
+    """Key of the entity index: case-folded, inner white space squashed, 'the' dropped."""
+    key = " ".join(surface.casefold().split())
+    return key[4:] if key.startswith("the ") else key
+
+
+def list_indexes(settings: Settings) -> list[str]:
+    root = settings.indexes_dir
+    if not root.is_dir():
+        return []
+    return sorted(p.name for p in root.iterdir()
+                  if (p / "manifest.json").is_file() and not p.name.startswith("."))
+
+
+def read_manifest(settings: Settings, name: str) -> dict[str, Any]:
+    return CorpusIndex.open(settings, name).manifest
+
+
+def drop_index(settings: Settings, name: str) -> Path:
+    path = settings.indexes_dir / check_name(name)
+    if not path.is_dir():
+        raise UserError(f"no index named {name!r}", hint="see `hoprag index list`")
+    shutil.rmtree(path)
+    return path

@@ -1,0 +1,30 @@
+"""Prompts are data: one Markdown file per prompt, with `## system` and `## user` parts.
+
+Templates use `{name}` placeholders (LangChain f-string templates); literal braces in a
+prompt are written `{{` and `}}`.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from pathlib import Path
+
+from langchain_core.prompts import ChatPromptTemplate
+
+PROMPT_DIR = Path(__file__).parent
+_SECTION = re.compile(r"^## (system|user)\s*$", re.MULTILINE)
+
+
+@cache
+def load_prompt(name: str) -> ChatPromptTemplate:
+    """The chat prompt stored in `prompts/NAME.md`."""
+    text = (PROMPT_DIR / f"{name}.md").read_text(encoding="utf-8")
+    parts = _SECTION.split(text)
+    messages = [(role, body.strip()) for role, body in zip(parts[1::2], parts[2::2],
+                                                           strict=True)]
+    if not messages or messages[-1][0] != "user":
+        raise ValueError(f"prompt {name!r} must end with a '## user' section")
+    return ChatPromptTemplate.from_messages(
+        [("human" if role == "user" else "system", body) for role, body in messages]
+    )

@@ -1,0 +1,101 @@
+"""Passage retrieval: dense (MiniLM in Chroma), BM25 (bm25s), or both fused by RRF."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from langchain_core.tools import BaseTool, StructuredTool
+from pydantic import BaseModel, Field
+
+from app.embeddings import Embedder
+from app.settings import FUSION_DEPTH, RRF_K, RetrievalMode
+from app.store import CorpusIndex
+from tools.bm25 import BM25Index
+
+
+@dataclass(frozen=True)
+class RetrievedPassage:
+    id: int
+    title: str
+    text: str
+    score: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def reciprocal_rank_fusion(rankings: list[list[int]], k: int = RRF_K) -> list[tuple[int, float]]:
+    """Fuse ranked id lists: score(d) = sum over lists of 1 / (k + rank of d), rank from 1."""
+    scores: dict[int, float] = {}
+    for ranking in rankings:
+        for rank, pid in enumerate(ranking, start=1):
+            scores[pid] = scores.get(pid, 0.0) + 1.0 / (k + rank)
+    return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
+
+
+class _RetrieveArgs(BaseModel):
+    query: str = Field(description="What to look for, as a question or keywords.")
+    k: int = Field(default=5, ge=1, le=50, description="How many passages to return.")
+
+
+class Retriever:
+    """Created once per index and shared; every query is read-only."""
+
+    def __init__(self, index: CorpusIndex, embedder: Embedder,
+                 mode: RetrievalMode = "fused") -> None:
+        self.index = index
+        self.embedder = embedder
+        self.mode = mode
+        self.bm25 = BM25Index(index.path / "bm25")
+
+    def dense(self, query: str, k: int) -> list[tuple[int, float]]:
+        """(id, cosine similarity) from the Chroma collection."""
+        n = min(k, len(self.index))
+        if n <= 0:
+            return []
+        vector = self.embedder.embed([query])
+        result = self.index.collection.query(
+            query_embeddings=vector, n_results=n, include=["distances"]
+        )
+        return [(int(i), 1.0 - float(d))
+                for i, d in zip(result["ids"][0], result["distances"][0], strict=True)]
+
+    def sparse(self, query: str, k: int) -> list[tuple[int, float]]:
+        return self.bm25.search(query, k)
+
+    def ranked_ids(self, query: str, k: int, mode: RetrievalMode | None = None
+                   ) -> list[tuple[int, float]]:
+        mode = mode or self.mode
+        if not query.strip():
+            return []
+        if mode == "dense":
+            return self.dense(query, k)
+        if mode == "bm25":
+            return self.sparse(query, k)
+        depth = max(k, FUSION_DEPTH)
+        rankings = [[pid for pid, _ in self.dense(query, depth)],
+                    [pid for pid, _ in self.sparse(query, depth)]]
+        return reciprocal_rank_fusion(rankings)[:k]
+
+    def retrieve(self, query: str, k: int = 5, mode: RetrievalMode | None = None
+                 ) -> list[RetrievedPassage]:
+        """Top-k passages for `query`, best first."""
+        ranked = self.ranked_ids(query, k, mode)
+        records = {p.id: p for p in self.index.passages([pid for pid, _ in ranked])}
+        return [RetrievedPassage(pid, records[pid].title, records[pid].text, score)
+                for pid, score in ranked if pid in records]
+
+    def as_tool(self) -> BaseTool:
+        """The retriever as a LangChain tool, for agents and Studio."""
+
+        def retrieve_passages(query: str, k: int = 5) -> list[dict[str, Any]]:
+            return [p.as_dict() for p in self.retrieve(query, k)]
+
+        return StructuredTool.from_function(
+            func=retrieve_passages,
+            name="retrieve_passages",
+            description=f"Search the '{self.index.name}' corpus; returns passages "
+                        "(id, title, text, score), best first.",
+            args_schema=_RetrieveArgs,
+        )
