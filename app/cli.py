@@ -22,32 +22,37 @@ variables (see README); HOPRAG_LLM_BASE_URL switches to any OpenAI-compatible en
 """
 
 
-class IndexGroup(TyperGroup):
-    """`hoprag index PATH --name N` builds; `hoprag index list|show|drop` manage."""
+class DefaultCommandGroup(TyperGroup):
+    """A group whose first command runs when the first word is not a subcommand, so that
+    `hoprag index PATH --name N` builds while `hoprag index list` lists."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        if args and not args[0].startswith("-") and args[0] not in self.commands:
-            args = ["build", *args]
+        default = next(iter(self.commands), None)
+        if default and args and not args[0].startswith("-") and args[0] not in self.commands:
+            args = [default, *args]
         return super().parse_args(ctx, args)
 
 
-app = typer.Typer(help=HELP, no_args_is_help=True, pretty_exceptions_enable=False,
-                  add_completion=False)
+app = typer.Typer(
+    help=HELP, no_args_is_help=True, pretty_exceptions_enable=False, add_completion=False
+)
 models_app = typer.Typer(help="Provision and check the embedded models.", no_args_is_help=True)
 index_app = typer.Typer(
-    cls=IndexGroup, no_args_is_help=True,
+    cls=DefaultCommandGroup,
+    no_args_is_help=True,
     help="Index a corpus (`hoprag index PATH --name NAME`) and manage indexes.\n\n"
-         "PATH is a JSON list of {title, text}, a JSONL file with those fields, or a folder "
-         "of .txt/.md files. Re-indexing an unchanged corpus does nothing; new documents "
-         "are added without recomputing the others.",
+    "PATH is a JSON list of {title, text}, a JSONL file with those fields, or a folder "
+    "of .txt/.md files. Re-indexing an unchanged corpus does nothing; new documents "
+    "are added without recomputing the others.",
 )
 llm_app = typer.Typer(help="The embedded llama.cpp chat server.", no_args_is_help=True)
 app.add_typer(models_app, name="models")
 app.add_typer(index_app, name="index")
 app.add_typer(llm_app, name="llm")
 
-ModelOpt = Annotated[str | None, typer.Option("--model", "-m",
-                                              help="Chat model (default: HOPRAG_MODEL).")]
+ModelOpt = Annotated[
+    str | None, typer.Option("--model", "-m", help="Chat model (default: HOPRAG_MODEL).")
+]
 
 
 def _settings(**overrides: Any) -> Settings:
@@ -101,8 +106,7 @@ def llm_serve(
     from app.llm import EmbeddedServer
 
     server = EmbeddedServer(_settings(model=model, llm_port=port))
-    typer.echo(f"serving {server.model_path.name} at {server.base_url} (Ctrl-C stops)",
-               err=True)
+    typer.echo(f"serving {server.model_path.name} at {server.base_url} (Ctrl-C stops)", err=True)
     raise typer.Exit(server.serve_forever())
 
 
@@ -136,13 +140,21 @@ def index_list() -> None:
     for name in list_indexes(settings):
         index = CorpusIndex.open(settings, name)
         m = index.manifest
-        rows.append({"name": name, "passages": m["passages"], "sentences": m["sentences"],
-                     "entities": m["entities"], "built": m["built_at"][:19],
-                     "source": m["source"]})
+        rows.append(
+            {
+                "name": name,
+                "passages": m["passages"],
+                "sentences": m["sentences"],
+                "entities": m["entities"],
+                "built": m["built_at"][:19],
+                "source": m["source"],
+            }
+        )
         index.close()
     if not rows:
-        typer.echo(f"no indexes in {settings.indexes_dir} (build one with `hoprag index PATH "
-                   "--name NAME`)")
+        typer.echo(
+            f"no indexes in {settings.indexes_dir} (build one with `hoprag index PATH --name NAME`)"
+        )
         return
     _table(rows, ["name", "passages", "sentences", "entities", "built", "source"])
 
@@ -173,36 +185,112 @@ def index_drop(
 @app.command("ask")
 def ask(
     question: Annotated[str, typer.Argument(help="The question.")],
-    index: Annotated[str, typer.Option("--index", "-i", help="Index to answer from.")],
-    k: Annotated[int | None, typer.Option("--k", min=1, max=50,
-                                          help="Passages to read.")] = None,
+    index: Annotated[
+        str | None,
+        typer.Option(
+            "--index", "-i", help="Index to answer from (default: HOPRAG_INDEX or 'sample')."
+        ),
+    ] = None,
+    k: Annotated[int | None, typer.Option("--k", min=1, max=50, help="Passages to read.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Answer a question from an index (for now: retrieve, then read in one call)."""
     from app.resources import Resources
-    from graph.rag import build_rag_graph
+    from graph.baselines import build_vanilla
 
     question = question.strip()
     if not question:
         raise UserError("the question is empty", hint='ask e.g. hoprag ask "Who ...?" -i NAME')
-    settings = _settings(top_k=k)
-    resources = Resources.open(settings, index)
+    settings = _settings(top_k=k, index=index)
+    resources = Resources.open(settings, settings.index)
     try:
-        result = build_rag_graph(resources).invoke({"question": question}, context=settings)
+        result = build_vanilla(resources).invoke({"question": question}, context=settings)
         cost = resources.gateway.meter.snapshot()
     finally:
         resources.close()
     passages = result.get("passages") or []
     if as_json:
-        typer.echo(json.dumps({"question": question, "answer": result["answer"],
-                               "passages": passages, "cost": cost}, indent=2))
+        typer.echo(
+            json.dumps(
+                {
+                    "question": question,
+                    "answer": result["answer"],
+                    "passages": passages,
+                    "cost": cost,
+                },
+                indent=2,
+            )
+        )
         return
     typer.echo(result["answer"])
     typer.echo("\npassages read:", err=True)
     for p in passages:
         typer.echo(f"  [{p['id']}] {p['title']}", err=True)
-    typer.echo(f"\n{cost['llm_calls']} LLM call(s), {cost['input_tokens']} input / "
-               f"{cost['output_tokens']} output tokens, {cost['llm_seconds']:.1f}s", err=True)
+    typer.echo(
+        f"\n{cost['llm_calls']} LLM call(s), {cost['input_tokens']} input / "
+        f"{cost['output_tokens']} output tokens, {cost['llm_seconds']:.1f}s",
+        err=True,
+    )
+
+
+eval_app = typer.Typer(
+    cls=DefaultCommandGroup,
+    no_args_is_help=True,
+    help="Evaluate systems on a benchmark (`hoprag eval --data Q.json ...`), compare runs, "
+    "and write a report.",
+)
+app.add_typer(eval_app, name="eval")
+
+
+@eval_app.command("run")
+def eval_run(
+    data: Annotated[Path, typer.Option(help="Questions file (our benchmark format).")],
+    system: Annotated[str, typer.Option(help="closed_book, vanilla, oracle, iterative.")],
+    out: Annotated[Path, typer.Option(help="Run folder (resumed if it holds this run).")],
+    corpus: Annotated[
+        Path | None, typer.Option(help="Corpus file; indexed if needed (or give --index).")
+    ] = None,
+    index: Annotated[str | None, typer.Option(help="An existing index.")] = None,
+    split: Annotated[str | None, typer.Option(help="Only questions of this split.")] = None,
+    limit: Annotated[int | None, typer.Option(min=1, help="First N questions.")] = None,
+    ids: Annotated[Path | None, typer.Option(help="File of question ids to run.")] = None,
+    model: ModelOpt = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+) -> None:
+    """Run one system over a benchmark; results stream to OUT/results.jsonl."""
+    from app.evaluation import run_eval
+
+    summary = run_eval(
+        _settings(model=model), data=data, system=system, out=out, corpus=corpus,
+        index=index, split=split, limit=limit, ids_file=ids, progress=not quiet,
+    )
+    typer.echo(json.dumps({"judge": summary["judge"], **summary["all"]}, indent=2))
+
+
+@eval_app.command("compare")
+def eval_compare(
+    run_a: Annotated[Path, typer.Argument(help="First run folder.")],
+    run_b: Annotated[Path, typer.Argument(help="Second run folder.")],
+) -> None:
+    """Per-metric differences on shared questions, McNemar's exact test on EM and judged."""
+    from app.report import compare_runs
+
+    result = compare_runs(run_a, run_b)
+    _table(result["rows"], ["metric", "a", "b", "b_minus_a", "mcnemar_p"])
+    typer.echo(f"\n{result['shared']} shared questions ({result['a']} vs {result['b']})")
+
+
+@eval_app.command("report")
+def eval_report(
+    runs: Annotated[list[Path], typer.Argument(help="Run folders.")],
+    out: Annotated[Path, typer.Option(help="Output folder for report.html and PNGs.")] = Path(
+        "report"
+    ),
+) -> None:
+    """One self-contained HTML report (plus PNGs) of the given runs."""
+    from app.report import write_report
+
+    typer.echo(f"wrote {write_report(runs, out)}")
 
 
 def main() -> None:

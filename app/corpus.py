@@ -51,12 +51,15 @@ def _read_text(path: Path) -> str:
 
 def _record(item: Any, where: str) -> tuple[str, str]:
     if not isinstance(item, dict):
-        raise UserError(f"{where}: expected an object with 'title' and 'text', got "
-                        f"{type(item).__name__}")
+        raise UserError(
+            f"{where}: expected an object with 'title' and 'text', got {type(item).__name__}"
+        )
     missing = [k for k in ("title", "text") if k not in item]
     if missing:
-        raise UserError(f"{where}: missing field {', '.join(repr(k) for k in missing)}",
-                        hint="every passage needs a 'title' and a 'text'")
+        raise UserError(
+            f"{where}: missing field {', '.join(repr(k) for k in missing)}",
+            hint="every passage needs a 'title' and a 'text'",
+        )
     title, text = item["title"], item["text"]
     if not isinstance(title, str) or not isinstance(text, str):
         raise UserError(f"{where}: 'title' and 'text' must be strings")
@@ -67,11 +70,15 @@ def _from_json(path: Path) -> list[tuple[str, str]]:
     try:
         data = json.loads(_read_text(path))
     except json.JSONDecodeError as exc:
-        raise UserError(f"{path} is not valid JSON (line {exc.lineno}: {exc.msg})",
-                        hint="expected a JSON list of {title, text} objects") from None
+        raise UserError(
+            f"{path} is not valid JSON (line {exc.lineno}: {exc.msg})",
+            hint="expected a JSON list of {title, text} objects",
+        ) from None
     if not isinstance(data, list):
-        raise UserError(f"{path} holds a JSON {type(data).__name__}, not a list",
-                        hint="expected a JSON list of {title, text} objects")
+        raise UserError(
+            f"{path} holds a JSON {type(data).__name__}, not a list",
+            hint="expected a JSON list of {title, text} objects",
+        )
     return [_record(item, f"{path} item {i}") for i, item in enumerate(data)]
 
 
@@ -90,8 +97,9 @@ def _from_jsonl(path: Path) -> list[tuple[str, str]]:
 
 def _from_folder(path: Path) -> list[tuple[str, str]]:
     try:
-        files = sorted(f for f in path.rglob("*") if f.suffix.lower() in TEXT_SUFFIXES
-                       and f.is_file())
+        files = sorted(
+            f for f in path.rglob("*") if f.suffix.lower() in TEXT_SUFFIXES and f.is_file()
+        )
     except PermissionError:
         raise UserError(f"folder {path} cannot be read (permission denied)") from None
     if not files:
@@ -113,10 +121,11 @@ def load_corpus(path: Path) -> list[Passage]:
     elif path.suffix.lower() in TEXT_SUFFIXES:
         records = [(path.stem, _read_text(path))]
     else:
-        raise UserError(f"{path} is not a corpus hoprag can read",
-                        hint="use a .json list, a .jsonl file, or a folder of .txt/.md files")
-    passages = [Passage(i, title.strip(), text.strip()) for i, (title, text) in
-                enumerate(records)]
+        raise UserError(
+            f"{path} is not a corpus hoprag can read",
+            hint="use a .json list, a .jsonl file, or a folder of .txt/.md files",
+        )
+    passages = [Passage(i, title.strip(), text.strip()) for i, (title, text) in enumerate(records)]
     if not any(p.text for p in passages):
         raise UserError(f"corpus {path} is empty (no passage has any text)")
     return passages

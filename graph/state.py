@@ -1,7 +1,9 @@
-"""Graph states. Reducers are explicit: `messages` appends, everything else replaces."""
+"""Graph states. Reducers are explicit: `messages` and `thoughts` append, everything else
+replaces."""
 
 from __future__ import annotations
 
+import operator
 from typing import Annotated, Any, TypedDict
 
 from langchain_core.messages import AnyMessage
@@ -9,10 +11,12 @@ from langgraph.graph.message import add_messages
 
 
 class InputState(TypedDict, total=False):
-    """What a caller sends: a question, or a chat whose last human turn is the question."""
+    """What a caller sends: a question, or a chat whose last human turn is the question.
+    `gold_passage_ids` is read only by the oracle reader (evaluation)."""
 
     question: str
     messages: Annotated[list[AnyMessage], add_messages]
+    gold_passage_ids: list[int]
 
 
 class ReadState(InputState, total=False):
@@ -20,3 +24,10 @@ class ReadState(InputState, total=False):
 
     passages: list[dict[str, Any]]
     answer: str
+
+
+class IterativeState(ReadState, total=False):
+    """Interleaved retrieval and reasoning: one sentence of reasoning per round."""
+
+    thoughts: Annotated[list[str], operator.add]
+    rounds: int

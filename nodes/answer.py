@@ -1,4 +1,4 @@
-"""Reader nodes: one short-output LLM call over the passages fed to it."""
+"""Reader nodes: one short-output LLM call, over passages or from the model's memory."""
 
 from __future__ import annotations
 
@@ -30,9 +30,18 @@ def clean_answer(text: str) -> str:
     return answer or UNKNOWN
 
 
+def answered(answer: str) -> dict[str, Any]:
+    """The state update that finishes a run: the answer, also as an AI chat message."""
+    return {"answer": answer, "messages": [AIMessage(content=answer)]}
+
+
 def answer_from_passages(state: ReadState, *, gateway: LLMGateway) -> dict[str, Any]:
     messages = load_prompt("answer_from_passages").format_messages(
         passages=format_passages(state.get("passages") or []), question=state["question"]
     )
-    answer = clean_answer(gateway.invoke(messages))
-    return {"answer": answer, "messages": [AIMessage(content=answer)]}
+    return answered(clean_answer(gateway.invoke(messages)))
+
+
+def answer_closed_book(state: ReadState, *, gateway: LLMGateway) -> dict[str, Any]:
+    messages = load_prompt("answer_closed_book").format_messages(question=state["question"])
+    return answered(clean_answer(gateway.invoke(messages)))

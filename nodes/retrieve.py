@@ -1,4 +1,4 @@
-"""Retrieval nodes: top-k passages for the question."""
+"""Retrieval nodes: passages for the question, for a reasoning step, or the gold ones."""
 
 from __future__ import annotations
 
@@ -6,13 +6,36 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from app.settings import Settings
-from graph.state import ReadState
+from app.settings import ITERATIVE_K, ITERATIVE_MAX_PASSAGES, Settings
+from app.store import CorpusIndex
+from graph.state import IterativeState, ReadState
 from tools.retriever import Retriever
 
 
-def retrieve_for_question(state: ReadState, runtime: Runtime[Settings], *,
-                          retriever: Retriever) -> dict[str, Any]:
-    k = runtime.context.top_k if runtime.context else 5
-    passages = retriever.retrieve(state["question"], k)
-    return {"passages": [p.as_dict() for p in passages]}
+def retrieve_for_question(
+    state: ReadState, runtime: Runtime[Settings], *, retriever: Retriever
+) -> dict[str, Any]:
+    k = runtime.context.top_k if runtime.context else Settings().top_k
+    return {"passages": [p.as_dict() for p in retriever.retrieve(state["question"], k)]}
+
+
+def retrieve_for_thought(state: IterativeState, *, retriever: Retriever) -> dict[str, Any]:
+    """Query with the latest reasoning sentence; add passages not seen yet, up to a cap."""
+    passages = list(state.get("passages") or [])
+    seen = {p["id"] for p in passages}
+    query = (state.get("thoughts") or [state["question"]])[-1]
+    for p in retriever.retrieve(query, ITERATIVE_K + len(seen)):
+        if len(passages) >= ITERATIVE_MAX_PASSAGES:
+            break
+        if p.id not in seen:
+            passages.append(p.as_dict())
+            seen.add(p.id)
+    return {"passages": passages}
+
+
+def gold_passages(state: ReadState, *, index: CorpusIndex) -> dict[str, Any]:
+    """The oracle's reading list: exactly the annotated supporting passages."""
+    records = index.passages(list(state.get("gold_passage_ids") or []))
+    return {
+        "passages": [{"id": r.id, "title": r.title, "text": r.text, "score": 1.0} for r in records]
+    }

@@ -21,8 +21,7 @@ def load_prompt(name: str) -> ChatPromptTemplate:
     """The chat prompt stored in `prompts/NAME.md`."""
     text = (PROMPT_DIR / f"{name}.md").read_text(encoding="utf-8")
     parts = _SECTION.split(text)
-    messages = [(role, body.strip()) for role, body in zip(parts[1::2], parts[2::2],
-                                                           strict=True)]
+    messages = [(role, body.strip()) for role, body in zip(parts[1::2], parts[2::2], strict=True)]
     if not messages or messages[-1][0] != "user":
         raise ValueError(f"prompt {name!r} must end with a '## user' section")
     return ChatPromptTemplate.from_messages(

@@ -16,8 +16,7 @@ def _tokenizer() -> bm25s.tokenization.Tokenizer:
 def build_bm25(texts: list[str], folder: Path) -> None:
     """Index `texts` (position = passage id) and save index and vocabulary to `folder`."""
     tokenizer = _tokenizer()
-    tokens = tokenizer.tokenize(texts, update_vocab=True, show_progress=False,
-                                return_as="tuple")
+    tokens = tokenizer.tokenize(texts, update_vocab=True, show_progress=False, return_as="tuple")
     model = bm25s.BM25()
     model.index(tokens, show_progress=False)
     model.save(str(folder))
@@ -40,5 +39,8 @@ class BM25Index:
         if k <= 0:
             return []
         docs, scores = self.model.retrieve(ids, k=k, show_progress=False, n_threads=1)
-        return [(int(d), float(s)) for d, s in zip(docs[0], scores[0], strict=True)
-                if s > 0 and np.isfinite(s)]
+        return [
+            (int(d), float(s))
+            for d, s in zip(docs[0], scores[0], strict=True)
+            if s > 0 and np.isfinite(s)
+        ]

@@ -42,8 +42,9 @@ class _RetrieveArgs(BaseModel):
 class Retriever:
     """Created once per index and shared; every query is read-only."""
 
-    def __init__(self, index: CorpusIndex, embedder: Embedder,
-                 mode: RetrievalMode = "fused") -> None:
+    def __init__(
+        self, index: CorpusIndex, embedder: Embedder, mode: RetrievalMode = "fused"
+    ) -> None:
         self.index = index
         self.embedder = embedder
         self.mode = mode
@@ -58,14 +59,17 @@ class Retriever:
         result = self.index.collection.query(
             query_embeddings=vector, n_results=n, include=["distances"]
         )
-        return [(int(i), 1.0 - float(d))
-                for i, d in zip(result["ids"][0], result["distances"][0], strict=True)]
+        return [
+            (int(i), 1.0 - float(d))
+            for i, d in zip(result["ids"][0], result["distances"][0], strict=True)
+        ]
 
     def sparse(self, query: str, k: int) -> list[tuple[int, float]]:
         return self.bm25.search(query, k)
 
-    def ranked_ids(self, query: str, k: int, mode: RetrievalMode | None = None
-                   ) -> list[tuple[int, float]]:
+    def ranked_ids(
+        self, query: str, k: int, mode: RetrievalMode | None = None
+    ) -> list[tuple[int, float]]:
         mode = mode or self.mode
         if not query.strip():
             return []
@@ -74,17 +78,23 @@ class Retriever:
         if mode == "bm25":
             return self.sparse(query, k)
         depth = max(k, FUSION_DEPTH)
-        rankings = [[pid for pid, _ in self.dense(query, depth)],
-                    [pid for pid, _ in self.sparse(query, depth)]]
+        rankings = [
+            [pid for pid, _ in self.dense(query, depth)],
+            [pid for pid, _ in self.sparse(query, depth)],
+        ]
         return reciprocal_rank_fusion(rankings)[:k]
 
-    def retrieve(self, query: str, k: int = 5, mode: RetrievalMode | None = None
-                 ) -> list[RetrievedPassage]:
+    def retrieve(
+        self, query: str, k: int = 5, mode: RetrievalMode | None = None
+    ) -> list[RetrievedPassage]:
         """Top-k passages for `query`, best first."""
         ranked = self.ranked_ids(query, k, mode)
         records = {p.id: p for p in self.index.passages([pid for pid, _ in ranked])}
-        return [RetrievedPassage(pid, records[pid].title, records[pid].text, score)
-                for pid, score in ranked if pid in records]
+        return [
+            RetrievedPassage(pid, records[pid].title, records[pid].text, score)
+            for pid, score in ranked
+            if pid in records
+        ]
 
     def as_tool(self) -> BaseTool:
         """The retriever as a LangChain tool, for agents and Studio."""
@@ -96,6 +106,6 @@ class Retriever:
             func=retrieve_passages,
             name="retrieve_passages",
             description=f"Search the '{self.index.name}' corpus; returns passages "
-                        "(id, title, text, score), best first.",
+            "(id, title, text, score), best first.",
             args_schema=_RetrieveArgs,
         )

@@ -1,0 +1,350 @@
+"""The evaluation harness: run a named system over a benchmark, stream one result line per
+question, resume after an interruption, and summarise quality and cost (SPEC section 5).
+
+Every input check (questions, ids, gold indices, the output folder) runs before any model
+is loaded, and a folder that holds another run is never written to.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import time
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from app.benchmark import Question, check_gold_in_range, load_questions
+from app.corpus import fingerprint, load_corpus
+from app.errors import UserError
+from app.llm import LLMGateway
+from app.metrics import chain_covered, contain_match, exact_match, normalize_answer, token_f1
+from app.settings import Settings
+from app.store import CorpusIndex, check_name
+from nodes.answer import UNKNOWN
+from prompts import load_prompt
+
+RESULTS = "results.jsonl"
+RUN = "run.json"
+SUMMARY = "summary.json"
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """What makes two runs comparable; a resumed run must match it exactly."""
+
+    system: str
+    data: str
+    split: str
+    index: str
+    corpus_fingerprint: str
+    model: str
+    endpoint: str
+    retrieval: str
+    top_k: int
+    judge: str
+
+
+def derived_index_name(corpus: Path, fp: str) -> str:
+    """`musique-058010f3` for ../shared/data/musique/corpus.json: readable and unique."""
+    stem = corpus.parent.name if corpus.stem == "corpus" else corpus.stem
+    slug = "".join(ch if ch.isalnum() or ch in "-_" else "-" for ch in stem).strip("-_")
+    return check_name(f"{slug or 'corpus'}-{fp[:8]}")
+
+
+def _read_results(path: Path) -> list[dict[str, Any]]:
+    """Finished lines; a line cut short by a kill is dropped (its question reruns)."""
+    if not path.is_file():
+        return []
+    records, good_bytes = [], 0
+    with path.open("rb") as fh:
+        for raw in fh:
+            try:
+                records.append(json.loads(raw))
+            except json.JSONDecodeError:
+                break
+            good_bytes += len(raw)
+    if good_bytes != path.stat().st_size:
+        with path.open("r+b") as fh:
+            fh.truncate(good_bytes)
+    return records
+
+
+def _check_out_dir(out: Path, config: RunConfig) -> list[dict[str, Any]]:
+    run_file = out / RUN
+    if out.exists() and not out.is_dir():
+        raise UserError(f"{out} exists and is not a folder")
+    if run_file.is_file():
+        try:
+            previous = json.loads(run_file.read_text())
+        except json.JSONDecodeError:
+            raise UserError(f"{run_file} is damaged", hint="use another --out folder") from None
+        if previous != asdict(config):
+            diff = [k for k, v in asdict(config).items() if previous.get(k) != v]
+            raise UserError(
+                f"{out} holds a run with other settings ({', '.join(diff)}); nothing was "
+                "overwritten",
+                hint="use another --out folder, or the same settings to resume",
+            )
+        return _read_results(out / RESULTS)
+    if out.is_dir() and any(out.iterdir()):
+        raise UserError(
+            f"{out} is not empty and holds no hoprag run", hint="use a new or empty --out folder"
+        )
+    return []
+
+
+def _judge_gateway(settings: Settings, reader: LLMGateway) -> tuple[LLMGateway | None, str]:
+    """The judge is another model when one is configured, else the reader's model."""
+    if settings.judge == "off":
+        return None, "off"
+    if settings.judge in ("", "reader"):
+        return reader, f"{reader.model_name} (same model as the reader)"
+    if settings.judge.startswith("http"):
+        judge = Settings(
+            **{
+                **asdict(settings),
+                "llm_base_url": settings.judge,
+                "llm_model": settings.judge_model,
+            }
+        )
+        return LLMGateway(judge), f"{settings.judge_model or 'default'} at {settings.judge}"
+    judge = Settings(
+        **{**asdict(settings), "model": settings.judge, "llm_base_url": "", "llm_model": ""}
+    )
+    return LLMGateway(judge), f"{settings.judge} (embedded)"
+
+
+def judge_answer(judge: LLMGateway | None, q: Question, prediction: str, em: float) -> float | None:
+    """1.0 correct / 0.0 incorrect by the LLM judge; exact matches and 'unknown' need no call."""
+    if judge is None:
+        return None
+    if em == 1.0:
+        return 1.0
+    if not normalize_answer(prediction) or normalize_answer(prediction) == UNKNOWN:
+        return 0.0
+    gold = q.answer + (f" (also accepted: {', '.join(q.aliases)})" if q.aliases else "")
+    messages = load_prompt("judge_answer").format_messages(
+        question=q.question, gold=gold, prediction=prediction
+    )
+    return float(judge.p_yes(messages) >= 0.5)
+
+
+def _summarise_update(update: Any) -> dict[str, Any]:
+    """A compact, JSON-safe view of one node's state update for the trace."""
+    if not isinstance(update, dict):
+        return {}
+    view: dict[str, Any] = {}
+    for key, value in update.items():
+        if key == "passages":
+            view["passage_ids"] = [p["id"] for p in value]
+        elif key == "messages":
+            continue
+        elif key == "thoughts":
+            view["thought"] = value[-1] if value else ""
+        elif isinstance(value, str | int | float | bool) or value is None:
+            view[key] = value
+        elif isinstance(value, list):
+            view[key] = value[:20]
+    return view
+
+
+def answer_one(
+    graph: Any, q: Question, settings: Settings, reader: LLMGateway, judge: LLMGateway | None
+) -> dict[str, Any]:
+    before = reader.meter.snapshot()
+    start = time.perf_counter()
+    trace: list[dict[str, Any]] = []
+    final: dict[str, Any] = {}
+    for mode, chunk in graph.stream(
+        {"question": q.question, "gold_passage_ids": list(q.gold_ids)},
+        context=settings,
+        stream_mode=["updates", "values"],
+    ):
+        if mode == "values":
+            final = chunk
+        else:
+            for node, update in chunk.items():
+                trace.append({"node": node, **_summarise_update(update)})
+    seconds = time.perf_counter() - start
+    cost = {k: after - before[k] for k, after in reader.meter.snapshot().items()}
+    prediction = str(final.get("answer") or "")
+    fed = final.get("passages") or []
+    fed_ids = [p["id"] for p in fed]
+    em = exact_match(prediction, q.golds)
+    return {
+        "id": q.id,
+        "question": q.question,
+        "group": q.group,
+        "gold": q.golds,
+        "gold_ids": list(q.gold_ids),
+        "prediction": prediction,
+        "em": em,
+        "f1": token_f1(prediction, q.golds),
+        "contain": contain_match(prediction, q.golds),
+        "judged": judge_answer(judge, q, prediction, em),
+        "coverage": chain_covered(fed_ids, q.gold_ids) if q.gold_ids else None,
+        "passages_fed": fed_ids,
+        "words_fed": sum(len(p["text"].split()) for p in fed),
+        "llm_calls": int(cost["llm_calls"]),
+        "input_tokens": int(cost["input_tokens"]),
+        "output_tokens": int(cost["output_tokens"]),
+        "dm_calls": len(final.get("decisions") or []),
+        "seconds": round(seconds, 3),
+        "trace": trace,
+    }
+
+
+def _mean(values: Iterable[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return round(statistics.fmean(present), 4) if present else None
+
+
+def _percentile(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 3)
+
+
+def summarise(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """Means of quality and cost, overall and per group (hops / question type)."""
+
+    def block(rows: list[dict[str, Any]]) -> dict[str, Any]:
+        seconds = [r["seconds"] for r in rows]
+        return {
+            "n": len(rows),
+            **{
+                k: _mean(r[k] for r in rows)
+                for k in (
+                    "em",
+                    "f1",
+                    "contain",
+                    "judged",
+                    "coverage",
+                    "words_fed",
+                    "llm_calls",
+                    "input_tokens",
+                    "output_tokens",
+                    "dm_calls",
+                )
+            },
+            "seconds_median": round(statistics.median(seconds), 3) if seconds else None,
+            "seconds_p90": _percentile(seconds, 0.9),
+        }
+
+    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in records:
+        groups[r["group"] or "all"].append(r)
+    return {"all": block(records), "groups": {g: block(rows) for g, rows in sorted(groups.items())}}
+
+
+def run_eval(
+    settings: Settings,
+    *,
+    data: Path,
+    system: str,
+    out: Path,
+    corpus: Path | None = None,
+    index: str | None = None,
+    split: str | None = None,
+    limit: int | None = None,
+    ids_file: Path | None = None,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """Run `system` over the questions; returns the summary (also written to OUT)."""
+    from graph.systems import SYSTEMS, build_system
+
+    if system not in SYSTEMS:
+        raise UserError(f"unknown system {system!r}", hint=f"choose one of: {', '.join(SYSTEMS)}")
+    if (corpus is None) == (index is None):
+        raise UserError("give exactly one of --corpus and --index")
+    questions = load_questions(data, split=split, ids_file=ids_file, limit=limit)
+    if corpus is not None:
+        passages = load_corpus(corpus)
+        check_gold_in_range(questions, len(passages), str(corpus))
+        fp = fingerprint(passages)
+        index_name = derived_index_name(Path(corpus), fp)
+    else:
+        opened = CorpusIndex.open(settings, str(index))
+        check_gold_in_range(questions, len(opened), f"index {index!r}")
+        fp, index_name = opened.manifest["fingerprint"], str(index)
+        opened.close()
+    if system == "oracle" and not all(q.gold_ids for q in questions):
+        raise UserError("the oracle needs 'gold_corpus_idx' for every question")
+
+    reader_name = settings.llm_model or settings.model
+    config = RunConfig(
+        system=system,
+        data=str(Path(data).resolve()),
+        split=split or "",
+        index=index_name,
+        corpus_fingerprint=fp,
+        model=reader_name,
+        endpoint=settings.llm_base_url or "embedded",
+        retrieval=settings.retrieval,
+        top_k=settings.top_k,
+        judge=settings.judge or "reader",
+    )
+    done = _check_out_dir(out, config)  # before any model is loaded
+    out.mkdir(parents=True, exist_ok=True)
+    (out / RUN).write_text(json.dumps(asdict(config), indent=2))
+
+    if corpus is not None:
+        from app.indexing import build_index
+
+        build_index(settings, Path(corpus), index_name, progress=progress)
+
+    from app.resources import Resources
+
+    finished = {r["id"] for r in done}
+    todo = [q for q in questions if q.id not in finished]
+    records = [r for r in done if r["id"] in {q.id for q in questions}]
+    if todo:
+        resources = Resources.open(settings, index_name)
+        judge, judge_desc = _judge_gateway(settings, resources.gateway)
+        graph = build_system(system, resources)
+        try:
+            with (
+                (out / RESULTS).open("a", encoding="utf-8") as sink,
+                tqdm(todo, desc=f"{system}", unit="q", disable=None if progress else True) as bar,
+            ):
+                for q in bar:
+                    record = answer_one(graph, q, settings, resources.gateway, judge)
+                    sink.write(json.dumps(record) + "\n")
+                    sink.flush()
+                    os.fsync(sink.fileno())
+                    records.append(record)
+                    s = summarise(records)["all"]
+                    bar.set_postfix(
+                        em=s["em"],
+                        f1=round(s["f1"], 3),
+                        acc=s["judged"],
+                        s_per_q=s["seconds_median"],
+                    )
+        finally:
+            if judge is not None and judge is not resources.gateway:
+                judge.close()
+            resources.close()
+    else:
+        judge_desc = (
+            json.loads((out / SUMMARY).read_text()).get("judge", "")
+            if (out / SUMMARY).is_file()
+            else ""
+        )
+    summary = {"config": asdict(config), "judge": judge_desc, **summarise(records)}
+    (out / SUMMARY).write_text(json.dumps(summary, indent=2))
+    return summary
+
+
+def load_run(folder: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """(run config, result records) of a finished or partial run folder."""
+    run_file = Path(folder) / RUN
+    if not run_file.is_file():
+        raise UserError(f"{folder} holds no hoprag run (no {RUN})")
+    return json.loads(run_file.read_text()), _read_results(Path(folder) / RESULTS)

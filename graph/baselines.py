@@ -1,0 +1,102 @@
+"""The baselines every multi-hop method is measured against, as LangGraph graphs:
+closed book, vanilla retrieve-then-read, the gold-passage oracle, and an IRCoT-style
+iterative reason-and-retrieve loop."""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Literal
+
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+
+from app.resources import Resources
+from app.settings import ITERATIVE_ROUNDS, Settings
+from graph.state import InputState, IterativeState, ReadState
+from nodes.answer import answer_closed_book, answer_from_passages
+from nodes.question import take_question
+from nodes.reason import answer_from_thoughts, final_answer_in, reason_step
+from nodes.retrieve import gold_passages, retrieve_for_question, retrieve_for_thought
+
+
+def _chain(name: str, steps: list[tuple[str, object]]) -> CompiledStateGraph:
+    """A straight line of nodes: take the question, then each step in order."""
+    builder = StateGraph(ReadState, context_schema=Settings, input_schema=InputState)
+    builder.add_node("take_question", take_question)
+    previous = "take_question"
+    builder.add_edge(START, previous)
+    for node, action in steps:
+        builder.add_node(node, action)
+        builder.add_edge(previous, node)
+        previous = node
+    builder.add_edge(previous, END)
+    return builder.compile(name=name)
+
+
+def build_closed_book(resources: Resources) -> CompiledStateGraph:
+    """No retrieval: what the model knows by itself."""
+    return _chain(
+        "closed_book",
+        [("answer_closed_book", partial(answer_closed_book, gateway=resources.gateway))],
+    )
+
+
+def build_vanilla(resources: Resources) -> CompiledStateGraph:
+    """Top-k fused passages for the whole question, one reader call."""
+    return _chain(
+        "vanilla",
+        [
+            (
+                "retrieve_for_question",
+                partial(retrieve_for_question, retriever=resources.retriever),
+            ),
+            ("answer_from_passages", partial(answer_from_passages, gateway=resources.gateway)),
+        ],
+    )
+
+
+def build_oracle(resources: Resources) -> CompiledStateGraph:
+    """The reader's ceiling: exactly the gold passages, one reader call."""
+    return _chain(
+        "oracle",
+        [
+            ("gold_passages", partial(gold_passages, index=resources.index)),
+            ("answer_from_passages", partial(answer_from_passages, gateway=resources.gateway)),
+        ],
+    )
+
+
+def route_after_reasoning(
+    state: IterativeState,
+) -> Literal["answer_from_thoughts", "answer_from_passages", "retrieve_for_thought"]:
+    """Stop when the chain states an answer; read everything gathered when out of rounds."""
+    if final_answer_in((state.get("thoughts") or [""])[-1]):
+        return "answer_from_thoughts"
+    if state.get("rounds", 0) >= ITERATIVE_ROUNDS:
+        return "answer_from_passages"
+    return "retrieve_for_thought"
+
+
+def build_iterative(resources: Resources) -> CompiledStateGraph:
+    """IRCoT-style: retrieve, write one reasoning sentence, retrieve with it, repeat."""
+    builder = StateGraph(IterativeState, context_schema=Settings, input_schema=InputState)
+    builder.add_node("take_question", take_question)
+    builder.add_node(
+        "retrieve_for_question", partial(retrieve_for_question, retriever=resources.retriever)
+    )
+    builder.add_node("reason_step", partial(reason_step, gateway=resources.gateway))
+    builder.add_node(
+        "retrieve_for_thought", partial(retrieve_for_thought, retriever=resources.retriever)
+    )
+    builder.add_node("answer_from_thoughts", answer_from_thoughts)
+    builder.add_node(
+        "answer_from_passages", partial(answer_from_passages, gateway=resources.gateway)
+    )
+    builder.add_edge(START, "take_question")
+    builder.add_edge("take_question", "retrieve_for_question")
+    builder.add_edge("retrieve_for_question", "reason_step")
+    builder.add_conditional_edges("reason_step", route_after_reasoning)
+    builder.add_edge("retrieve_for_thought", "reason_step")
+    builder.add_edge("answer_from_thoughts", END)
+    builder.add_edge("answer_from_passages", END)
+    return builder.compile(name="iterative")

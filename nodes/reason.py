@@ -1,0 +1,36 @@
+"""Iterative baseline: write the next reasoning sentence; read the answer off the chain."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from app.llm import LLMGateway
+from graph.state import IterativeState
+from nodes.answer import answered, clean_answer, format_passages
+from prompts import load_prompt
+
+_SO_THE_ANSWER = re.compile(r"so the answer is\s*:?\s*(.+)", re.IGNORECASE)
+REASON_STEP_TOKENS = 64
+
+
+def final_answer_in(thought: str) -> str | None:
+    match = _SO_THE_ANSWER.search(thought)
+    return clean_answer(match.group(1)) if match else None
+
+
+def reason_step(state: IterativeState, *, gateway: LLMGateway) -> dict[str, Any]:
+    thoughts = state.get("thoughts") or []
+    messages = load_prompt("reason_step").format_messages(
+        passages=format_passages(state.get("passages") or []),
+        question=state["question"],
+        thoughts="\n".join(thoughts) or "(none yet)",
+    )
+    reply = gateway.invoke(messages, max_tokens=REASON_STEP_TOKENS)
+    sentence = " ".join(reply.split()) or "(no step)"
+    return {"thoughts": [sentence], "rounds": state.get("rounds", 0) + 1}
+
+
+def answer_from_thoughts(state: IterativeState) -> dict[str, Any]:
+    """The answer the chain arrived at; no model call."""
+    return answered(final_answer_in((state.get("thoughts") or [""])[-1]) or "unknown")

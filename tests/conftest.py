@@ -1,0 +1,98 @@
+"""Shared fixtures: a private HOPRAG_HOME per test session that reuses the provisioned
+models (no re-download), the sample index built with the real pipeline, and one real
+embedded LLM server for the whole session."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from app.settings import Settings
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE_CORPUS = ROOT / "app" / "data" / "sample" / "corpus.json"
+SAMPLE_QUESTIONS = ROOT / "app" / "data" / "sample" / "questions.json"
+HOPRAG = str(Path(sys.executable).with_name("hoprag"))
+
+
+@pytest.fixture(scope="session")
+def home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A fresh HOPRAG_HOME whose models/ points at the provisioned models."""
+    real_models = Settings().models_dir
+    path = tmp_path_factory.mktemp("hoprag-home")
+    (path / "models").symlink_to(real_models, target_is_directory=True)
+    old = os.environ.get("HOPRAG_HOME")
+    os.environ["HOPRAG_HOME"] = str(path)
+    yield path
+    if old is None:
+        os.environ.pop("HOPRAG_HOME", None)
+    else:
+        os.environ["HOPRAG_HOME"] = old
+
+
+@pytest.fixture(scope="session")
+def settings(home: Path) -> Settings:
+    return Settings(home=home)
+
+
+@pytest.fixture(scope="session")
+def embedder():
+    from app.embeddings import Embedder
+
+    return Embedder()
+
+
+@pytest.fixture(scope="session")
+def ner():
+    from app.nlp import SentenceNER
+
+    return SentenceNER()
+
+
+@pytest.fixture(scope="session")
+def sample_index(settings: Settings, embedder, ner) -> str:
+    from app.indexing import build_index
+
+    build_index(settings, SAMPLE_CORPUS, "sample", progress=False, embedder=embedder, ner=ner)
+    return "sample"
+
+
+@pytest.fixture(scope="session")
+def gateway(settings: Settings):
+    """The real embedded llama.cpp server, started once for the session."""
+    from app.llm import LLMGateway
+
+    gw = LLMGateway(settings)
+    yield gw
+    gw.close()
+
+
+def run_cli(
+    *args: str, home: Path, env: dict[str, str] | None = None, timeout: float = 600
+) -> subprocess.CompletedProcess[str]:
+    """Run the installed `hoprag` console script as a user would."""
+    full_env = {**os.environ, "HOPRAG_HOME": str(home), **(env or {})}
+    return subprocess.run(
+        [HOPRAG, *args],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def assert_user_error(proc: subprocess.CompletedProcess[str], *needles: str) -> None:
+    """One clear `error:` line (plus an optional hint), non-zero exit, no traceback."""
+    assert proc.returncode != 0, proc.stdout
+    assert "Traceback" not in proc.stderr, proc.stderr
+    lines = [line for line in proc.stderr.strip().splitlines() if line.strip()]
+    assert lines and lines[0].startswith("error: "), proc.stderr
+    assert len(lines) <= 2, proc.stderr
+    for needle in needles:
+        assert needle.lower() in proc.stderr.lower(), proc.stderr

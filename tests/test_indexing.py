@@ -1,0 +1,130 @@
+"""Index builds: real spaCy, MiniLM, Chroma and bm25s; incremental and atomic."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+import app.indexing as indexing
+from app.errors import UserError
+from app.indexing import build_index
+from app.settings import Settings
+from app.store import CorpusIndex, list_indexes
+from tests.conftest import SAMPLE_CORPUS
+
+
+def _corpus(tmp_path: Path, extra: list[dict[str, str]]) -> Path:
+    path = tmp_path / "corpus.json"
+    path.write_text(json.dumps(json.loads(SAMPLE_CORPUS.read_text()) + extra))
+    return path
+
+
+NEW_DOC = {
+    "title": "Quillon Ferry",
+    "text": "The Quillon Ferry crosses the Ulden River. It was launched by Mara Zentek in 1931.",
+}
+
+
+def test_sample_index_contents(settings: Settings, sample_index: str) -> None:
+    index = CorpusIndex.open(settings, sample_index)
+    m = index.manifest
+    assert m["passages"] == 24 and m["sentences"] >= 72 and m["entities"] > 20
+    assert m["embedding_model"].endswith("all-MiniLM-L6-v2")
+    assert index.collection.count() == 24
+    assert index.passages([14, 6])[0].title == "Odile Farrengast"
+    assert index.sentences_of(14)[1] == "Odile Farrengast was born in the town of Oskelund."
+    labels = dict(index.db.execute("SELECT name, label FROM entities").fetchall())
+    assert labels["oskelund"] == "GPE" or labels["oskelund"] in {"LOC", "PERSON", "ORG"}
+
+
+def test_unchanged_corpus_does_nothing(settings: Settings, sample_index: str) -> None:
+    report = build_index(settings, SAMPLE_CORPUS, sample_index, progress=False)
+    assert report.status == "unchanged"
+
+
+def test_new_documents_are_added_without_recomputing_the_rest(
+    settings: Settings, tmp_path: Path, embedder, ner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    build_index(settings, SAMPLE_CORPUS, "grow", progress=False, embedder=embedder, ner=ner)
+    analysed: list[int] = []
+    original = ner.analyse
+
+    def counting(texts, **kwargs):
+        analysed.append(len(texts))
+        return original(texts, **kwargs)
+
+    monkeypatch.setattr(ner, "analyse", counting)
+    report = build_index(
+        settings, _corpus(tmp_path, [NEW_DOC]), "grow", progress=False, embedder=embedder, ner=ner
+    )
+    assert report.status == "updated"
+    assert (report.new_passages, report.reused_passages) == (1, 24)
+    assert analysed == [1]  # only the new passage went through spaCy
+    index = CorpusIndex.open(settings, "grow")
+    assert index.collection.count() == 25
+    assert {pid for _, pid, _ in index.sentences_with("Mara Zentek")} == {24}
+    # Reused analyses are identical to a fresh build of the same passages.
+    fresh = CorpusIndex.open(settings, "sample")
+    assert index.sentences_of(14) == fresh.sentences_of(14)
+    assert index.sentences_with("Odile Farrengast") == fresh.sentences_with("Odile Farrengast")
+    from tools.retriever import Retriever
+
+    hits = Retriever(index, embedder).retrieve("Who launched the Quillon Ferry?", k=1)
+    assert hits[0].id == 24
+
+
+def test_failed_build_leaves_the_old_index_intact(
+    settings: Settings, tmp_path: Path, embedder, ner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    build_index(settings, SAMPLE_CORPUS, "atomic", progress=False, embedder=embedder, ner=ner)
+    before = (settings.indexes_dir / "atomic" / "manifest.json").read_text()
+
+    def crash(*args, **kwargs):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(indexing, "build_bm25", crash)
+    with pytest.raises(RuntimeError, match="disk full"):
+        build_index(
+            settings,
+            _corpus(tmp_path, [NEW_DOC]),
+            "atomic",
+            progress=False,
+            embedder=embedder,
+            ner=ner,
+        )
+    assert (settings.indexes_dir / "atomic" / "manifest.json").read_text() == before
+    assert CorpusIndex.open(settings, "atomic").collection.count() == 24
+    leftovers = [
+        p.name for p in settings.indexes_dir.iterdir() if ".tmp-" in p.name or ".old-" in p.name
+    ]
+    assert leftovers == []
+
+
+def test_corrupt_index_is_reported(settings: Settings, embedder, ner) -> None:
+    build_index(settings, SAMPLE_CORPUS, "broken", progress=False, embedder=embedder, ner=ner)
+    (settings.indexes_dir / "broken" / "manifest.json").write_text("{not json")
+    with pytest.raises(UserError, match="damaged"):
+        CorpusIndex.open(settings, "broken")
+    assert "broken" in list_indexes(settings)  # listed, so the user can see and drop it
+
+
+def test_bad_names_and_unknown_index(settings: Settings) -> None:
+    for bad in ["", "../escape", ".hidden", "a/b", "x" * 80]:
+        with pytest.raises(UserError, match="not a valid index name"):
+            build_index(settings, SAMPLE_CORPUS, bad, progress=False)
+    with pytest.raises(UserError, match="no index named 'nope'"):
+        CorpusIndex.open(settings, "nope")
+
+
+def test_sqlite_is_consistent(settings: Settings, sample_index: str) -> None:
+    db = sqlite3.connect(settings.indexes_dir / sample_index / "hoprag.sqlite")
+    orphans = db.execute(
+        "SELECT COUNT(*) FROM mentions m LEFT JOIN sentences s "
+        "ON s.id = m.sentence_id WHERE s.id IS NULL"
+    ).fetchone()[0]
+    assert orphans == 0
+    dims = {len(row[0]) for row in db.execute("SELECT embedding FROM passages")}
+    assert dims == {384 * 4}

@@ -1,0 +1,126 @@
+"""The LLM gateway against the real embedded llama.cpp server, and against bad endpoints."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+import pytest
+from langchain_core.messages import HumanMessage, SystemMessage
+
+import app.llm as llm
+from app.errors import ServiceError
+from app.llm import LLMGateway, free_port
+from app.settings import Settings
+
+YES_NO = "Answer the question with yes or no."
+
+
+def test_embedded_server_answers_meters_and_caps(gateway: LLMGateway) -> None:
+    before = gateway.meter.snapshot()
+    reply = gateway.invoke([HumanMessage("What is the capital of France? One word.")])
+    assert "paris" in reply.lower()
+    poem = gateway.invoke([HumanMessage("Write a long poem about the sea.")], max_tokens=4)
+    after = gateway.meter.snapshot()
+    assert after["llm_calls"] - before["llm_calls"] == 2
+    assert after["input_tokens"] - before["input_tokens"] > 20
+    assert 1 <= after["output_tokens"] - before["output_tokens"] <= 4 + 10
+    assert after["llm_seconds"] > before["llm_seconds"]
+    assert len(poem.split()) <= 4
+    assert gateway.base_url.startswith("http://127.0.0.1:")
+    assert gateway.server is not None and gateway.server.port != 2024
+
+
+def test_yes_no_probabilities_through_the_gateway(gateway: LLMGateway) -> None:
+    p_true = gateway.p_yes([SystemMessage(YES_NO), HumanMessage("Is Paris in France?")])
+    p_false = gateway.p_yes([SystemMessage(YES_NO), HumanMessage("Is Paris in Japan?")])
+    assert 0.0 <= p_false < 0.5 < p_true <= 1.0
+
+
+def test_second_gateway_can_use_the_first_as_an_endpoint(
+    gateway: LLMGateway, settings: Settings
+) -> None:
+    gateway.chat()
+    assert gateway.server is not None
+    remote = LLMGateway(
+        settings.with_overrides(llm_base_url=gateway.server.base_url, llm_model="anything")
+    )
+    assert remote.invoke([HumanMessage("Say hi.")], max_tokens=3)
+    assert remote.server is None  # an endpoint was given, so nothing was started
+    p = remote.p_yes([SystemMessage(YES_NO), HumanMessage("Is water wet?")])
+    assert 0.0 <= p <= 1.0
+
+
+def test_endpoint_that_does_not_answer(settings: Settings) -> None:
+    dead = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
+    gw = LLMGateway(
+        settings.with_overrides(llm_base_url=dead, llm_max_retries=0, llm_timeout_s=5.0)
+    )
+    with pytest.raises(ServiceError, match="does not answer"):
+        gw.invoke([HumanMessage("hi")])
+
+
+class _Garbage(BaseHTTPRequestHandler):
+    def do_POST(self) -> None:
+        body = b"<html>this is not an API</html>"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def garbage_url() -> Iterator[str]:
+    server = HTTPServer(("127.0.0.1", 0), _Garbage)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    server.shutdown()
+
+
+def test_endpoint_that_answers_garbage(settings: Settings, garbage_url: str) -> None:
+    gw = LLMGateway(settings.with_overrides(llm_base_url=garbage_url, llm_max_retries=0))
+    with pytest.raises(ServiceError, match=r"not an OpenAI chat completion|returned"):
+        gw.invoke([HumanMessage("hi")])
+    with pytest.raises(ServiceError):
+        gw.p_yes([HumanMessage("hi")])
+
+
+def test_no_free_port(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(self: socket.socket, address: object) -> None:
+        raise OSError(98, "Address already in use")
+
+    monkeypatch.setattr(socket.socket, "bind", refuse)
+    with pytest.raises(ServiceError, match="no free loopback port"):
+        llm.free_port()
+
+
+def test_server_that_cannot_start_is_reported(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A model file that passes our record check but is not a GGUF (say, replaced by hand):
+    the server process dies, and we say so with its log instead of hanging."""
+    import hashlib
+    import json
+
+    import app.models as models
+
+    junk = b"this is not a gguf file" * 100
+    model = models.ChatModel(
+        "junk", "not a model", "junk.gguf", "none-part", 1, "0", hashlib.sha256(junk).hexdigest()
+    )
+    monkeypatch.setitem(models.CHAT_MODELS, "junk", model)
+    home = tmp_path / "home"
+    (home / "models").mkdir(parents=True)
+    (home / "models" / "junk.gguf").write_bytes(junk)
+    (home / "models" / "junk.gguf.verified").write_text(
+        json.dumps({"sha256": model.sha256, "size": len(junk)})
+    )
+    server = llm.EmbeddedServer(Settings(home=home, model="junk"))
+    with pytest.raises(ServiceError, match="exited with code"):
+        server.start()
+    assert server.process is None or server.process.poll() is not None
