@@ -11,7 +11,7 @@ STAMP  := $(VENV)/.hoprag-installed
 SAMPLE := app/data/sample/corpus.json
 export CMAKE_BUILD_PARALLEL_LEVEL ?= 2
 
-.PHONY: setup demo test lint bench-index clean
+.PHONY: setup demo test lint browser clean
 
 $(PY):
 	$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "hoprag needs Python 3.11"'
@@ -30,9 +30,14 @@ setup: $(STAMP)
 	$(HOPRAG) index $(SAMPLE) --name sample --quiet
 
 demo: setup
-	$(HOPRAG) ask "In which town was the founder of the company that makes the Brannock kettle born?" --index sample
+	$(HOPRAG) ask "Which river flows through the town where Tavistrom College is located?" --index sample
 
-test: setup
+# The report test opens the HTML report in a real headless browser (Debian's chromium).
+browser:
+	@command -v chromium >/dev/null || { apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium; }
+
+test: setup browser
 	$(PY) -m pytest
 
 lint: $(STAMP)

@@ -24,11 +24,12 @@ variables (see README); HOPRAG_LLM_BASE_URL switches to any OpenAI-compatible en
 
 class DefaultCommandGroup(TyperGroup):
     """A group whose first command runs when the first word is not a subcommand, so that
-    `hoprag index PATH --name N` builds while `hoprag index list` lists."""
+    `hoprag index PATH --name N` builds while `hoprag index list` lists, and
+    `hoprag eval --data ...` runs while `hoprag eval compare` compares."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         default = next(iter(self.commands), None)
-        if default and args and not args[0].startswith("-") and args[0] not in self.commands:
+        if default and args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
             args = [default, *args]
         return super().parse_args(ctx, args)
 
@@ -261,8 +262,16 @@ def eval_run(
     from app.evaluation import run_eval
 
     summary = run_eval(
-        _settings(model=model), data=data, system=system, out=out, corpus=corpus,
-        index=index, split=split, limit=limit, ids_file=ids, progress=not quiet,
+        _settings(model=model),
+        data=data,
+        system=system,
+        out=out,
+        corpus=corpus,
+        index=index,
+        split=split,
+        limit=limit,
+        ids_file=ids,
+        progress=not quiet,
     )
     typer.echo(json.dumps({"judge": summary["judge"], **summary["all"]}, indent=2))
 

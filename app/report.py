@@ -14,8 +14,19 @@ from app.errors import UserError
 from app.evaluation import load_run, summarise
 from app.metrics import mcnemar_exact
 
-COMPARED = ("em", "f1", "contain", "judged", "coverage", "words_fed", "llm_calls",
-            "input_tokens", "output_tokens", "dm_calls", "seconds")
+COMPARED = (
+    "em",
+    "f1",
+    "contain",
+    "judged",
+    "coverage",
+    "words_fed",
+    "llm_calls",
+    "input_tokens",
+    "output_tokens",
+    "dm_calls",
+    "seconds",
+)
 PAIRED_TESTS = ("em", "judged")
 
 
@@ -32,8 +43,11 @@ def compare_runs(run_a: Path, run_b: Path) -> dict[str, Any]:
         raise UserError(f"{run_a} and {run_b} share no answered question")
     rows = []
     for metric in COMPARED:
-        pairs = [(by_a[i][metric], by_b[i][metric]) for i in shared
-                 if by_a[i].get(metric) is not None and by_b[i].get(metric) is not None]
+        pairs = [
+            (by_a[i][metric], by_b[i][metric])
+            for i in shared
+            if by_a[i].get(metric) is not None and by_b[i].get(metric) is not None
+        ]
         if not pairs:
             continue
         mean_a = statistics.fmean(a for a, _ in pairs)
@@ -43,8 +57,15 @@ def compare_runs(run_a: Path, run_b: Path) -> dict[str, Any]:
             a_only = sum(1 for a, b in pairs if a >= 0.5 > b)
             b_only = sum(1 for a, b in pairs if b >= 0.5 > a)
             p_value = f"{mcnemar_exact(a_only, b_only):.4f}"
-        rows.append({"metric": metric, "a": round(mean_a, 4), "b": round(mean_b, 4),
-                     "b_minus_a": round(mean_b - mean_a, 4), "mcnemar_p": p_value})
+        rows.append(
+            {
+                "metric": metric,
+                "a": round(mean_a, 4),
+                "b": round(mean_b, 4),
+                "b_minus_a": round(mean_b - mean_a, 4),
+                "mcnemar_p": p_value,
+            }
+        )
     return {"a": _label(config_a), "b": _label(config_b), "shared": len(shared), "rows": rows}
 
 
@@ -70,10 +91,15 @@ def _accuracy_plot(runs: list[tuple[str, list[dict[str, Any]]]], out: Path) -> t
         summary = summarise(records)["groups"]
         metric = "judged" if any(r.get("judged") is not None for r in records) else "em"
         values = [(summary.get(g) or {}).get(metric) or 0.0 for g in groups]
-        ax.bar([i + n * width for i in range(len(groups))], values, width,
-               label=f"{label} ({'judged' if metric == 'judged' else 'EM'})")
-    ax.set_xticks([i + width * (len(runs) - 1) / 2 for i in range(len(groups))], groups,
-                  rotation=20)
+        ax.bar(
+            [i + n * width for i in range(len(groups))],
+            values,
+            width,
+            label=f"{label} ({'judged' if metric == 'judged' else 'EM'})",
+        )
+    ax.set_xticks(
+        [i + width * (len(runs) - 1) / 2 for i in range(len(groups))], groups, rotation=20
+    )
     ax.set_ylim(0, 1)
     ax.set_ylabel("accuracy")
     ax.set_title("Accuracy by hops / question type")
@@ -84,8 +110,12 @@ def _accuracy_plot(runs: list[tuple[str, list[dict[str, Any]]]], out: Path) -> t
 def _cost_plot(runs: list[tuple[str, list[dict[str, Any]]]], out: Path) -> tuple[Path, str]:
     import matplotlib.pyplot as plt
 
-    metrics = [("llm_calls", "LLM calls"), ("input_tokens", "input tokens"),
-               ("output_tokens", "output tokens"), ("seconds", "seconds")]
+    metrics = [
+        ("llm_calls", "LLM calls"),
+        ("input_tokens", "input tokens"),
+        ("output_tokens", "output tokens"),
+        ("seconds", "seconds"),
+    ]
     fig, axes = plt.subplots(1, len(metrics), figsize=(4 * len(metrics), 4))
     labels = [label for label, _ in runs]
     for ax, (key, title) in zip(axes, metrics, strict=True):
@@ -104,8 +134,13 @@ def _coverage_plot(runs: list[tuple[str, list[dict[str, Any]]]], out: Path) -> t
         if s["coverage"] is None:
             continue
         ax.scatter([s["words_fed"]], [s["coverage"]], s=60)
-        ax.annotate(label, (s["words_fed"], s["coverage"]), fontsize=8,
-                    xytext=(4, 4), textcoords="offset points")
+        ax.annotate(
+            label,
+            (s["words_fed"], s["coverage"]),
+            fontsize=8,
+            xytext=(4, 4),
+            textcoords="offset points",
+        )
     ax.set_xlabel("words of passages fed per question (mean)")
     ax.set_ylabel("evidence-chain coverage")
     ax.set_ylim(-0.02, 1.02)
@@ -134,23 +169,37 @@ def write_report(folders: list[Path], out: Path) -> Path:
         runs.append((_label(config), records))
     out.mkdir(parents=True, exist_ok=True)
     plots = [_accuracy_plot(runs, out), _cost_plot(runs, out), _coverage_plot(runs, out)]
-    columns = ["n", "em", "f1", "contain", "judged", "coverage", "words_fed", "llm_calls",
-               "input_tokens", "output_tokens", "seconds_median", "seconds_p90"]
+    columns = [
+        "n",
+        "em",
+        "f1",
+        "contain",
+        "judged",
+        "coverage",
+        "words_fed",
+        "llm_calls",
+        "input_tokens",
+        "output_tokens",
+        "seconds_median",
+        "seconds_p90",
+    ]
     rows = "".join(
         f"<tr><td>{html.escape(label)}</td>"
         + "".join(f"<td>{_fmt(summarise(records)['all'][c])}</td>" for c in columns)
         + "</tr>"
         for label, records in runs
     )
-    images = "".join(f'<figure><img src="{uri}" alt="{path.stem}"><figcaption>{path.name}'
-                     f"</figcaption></figure>" for path, uri in plots)
+    images = "".join(
+        f'<figure><img src="{uri}" alt="{path.stem}"><figcaption>{path.name}</figcaption></figure>'
+        for path, uri in plots
+    )
     page = f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>hoprag evaluation report</title>
 <style>body{{font-family:sans-serif;margin:2em;max-width:1200px}}
 table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:4px 8px;text-align:right}}
 td:first-child{{text-align:left}}img{{max-width:100%}}</style></head>
 <body><h1>hoprag evaluation report</h1>
-<table><tr><th>run</th>{''.join(f'<th>{c}</th>' for c in columns)}</tr>{rows}</table>
+<table><tr><th>run</th>{"".join(f"<th>{c}</th>" for c in columns)}</tr>{rows}</table>
 {images}</body></html>
 """
     report = out / "report.html"

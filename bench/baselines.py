@@ -1,0 +1,44 @@
+"""The baseline table of issue 3: every system on the first N dev questions of each
+benchmark, through `hoprag eval` (resumable: rerun the same command after a stop).
+
+    .venv/bin/python -m bench.baselines [--limit 60] [--systems vanilla oracle ...]
+
+Run folders land in bench/results/eval/BENCHMARK-SYSTEM/; `python -m bench.render`
+turns their summaries into docs/BENCHMARKS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+
+from bench.common import BENCHMARKS, DATA, RESULTS, ROOT
+
+HOPRAG = str(ROOT / ".venv" / "bin" / "hoprag")
+SYSTEMS = ("vanilla", "oracle", "closed_book", "iterative")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--limit", type=int, default=60)
+    parser.add_argument("--systems", nargs="+", default=list(SYSTEMS))
+    parser.add_argument("--benchmarks", nargs="+", default=list(BENCHMARKS))
+    args = parser.parse_args()
+    for bench in args.benchmarks:  # no-op when the index is up to date
+        subprocess.run([HOPRAG, "index", str(DATA / bench / "corpus.json"), "--name", bench,
+                        "--quiet"], check=True)
+    for system in args.systems:
+        for bench in args.benchmarks:
+            out = RESULTS / "eval" / f"{bench}-{system}"
+            print(f"== {bench} / {system} -> {out}", flush=True)
+            proc = subprocess.run([
+                HOPRAG, "eval", "--data", str(DATA / bench / "questions.json"), "--index",
+                bench, "--split", "dev", "--limit", str(args.limit), "--system", system,
+                "--out", str(out), "--quiet"])
+            if proc.returncode != 0:
+                sys.exit(proc.returncode)
+
+
+if __name__ == "__main__":
+    main()

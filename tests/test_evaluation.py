@@ -1,0 +1,252 @@
+"""The evaluation harness: input checks before any model loads, real runs of the
+baselines on the sample benchmark, resume after a kill, compare, and the HTML report
+opened in a real headless browser."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+import app.resources
+from app.errors import UserError
+from app.evaluation import run_eval
+from app.settings import Settings
+from tests.conftest import HOPRAG, SAMPLE_CORPUS, SAMPLE_QUESTIONS, assert_user_error, run_cli
+
+
+@pytest.fixture
+def no_models(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fail loudly if anything tries to load models or stores."""
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a model was loaded before the input was checked")
+
+    monkeypatch.setattr(app.resources.Resources, "open", refuse)
+    monkeypatch.setattr("app.indexing.build_index", refuse)
+
+
+def _questions(tmp_path: Path, mutate) -> Path:
+    items = json.loads(SAMPLE_QUESTIONS.read_text())
+    mutate(items)
+    path = tmp_path / "questions.json"
+    path.write_text(json.dumps(items))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("mutate", "needle"),
+    [
+        (lambda qs: qs[2].pop("answer"), "missing field 'answer'"),
+        (lambda qs: qs[0].update(question=""), "non-empty string"),
+        (lambda qs: qs[1].update(id=qs[0]["id"]), "appears twice"),
+        (lambda qs: qs[3].update(gold_corpus_idx=[2, 999]), "names gold passage 999"),
+        (lambda qs: qs[3].update(gold_corpus_idx="2"), "list of passage positions"),
+    ],
+)
+def test_bad_questions_fail_before_models_load(
+    settings: Settings, tmp_path: Path, no_models, mutate, needle: str
+) -> None:
+    with pytest.raises(UserError, match=needle):
+        run_eval(
+            settings,
+            data=_questions(tmp_path, mutate),
+            corpus=SAMPLE_CORPUS,
+            system="vanilla",
+            out=tmp_path / "run",
+        )
+    assert not (tmp_path / "run").exists()
+
+
+def test_unknown_ids_system_and_missing_files(
+    settings: Settings, tmp_path: Path, no_models
+) -> None:
+    ids = tmp_path / "ids.txt"
+    ids.write_text("sample-1\nsample-404\n")
+    with pytest.raises(UserError, match="sample-404"):
+        run_eval(
+            settings,
+            data=SAMPLE_QUESTIONS,
+            corpus=SAMPLE_CORPUS,
+            system="vanilla",
+            out=tmp_path / "run",
+            ids_file=ids,
+        )
+    with pytest.raises(UserError, match="unknown system 'magic'"):
+        run_eval(
+            settings,
+            data=SAMPLE_QUESTIONS,
+            corpus=SAMPLE_CORPUS,
+            system="magic",
+            out=tmp_path / "run",
+        )
+    with pytest.raises(UserError, match="does not exist"):
+        run_eval(
+            settings,
+            data=tmp_path / "nope.json",
+            corpus=SAMPLE_CORPUS,
+            system="vanilla",
+            out=tmp_path / "run",
+        )
+
+
+def test_folder_of_another_run_is_never_overwritten(
+    settings: Settings, tmp_path: Path, no_models
+) -> None:
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "run.json").write_text(json.dumps({"system": "oracle"}))
+    (out / "results.jsonl").write_text('{"id": "sample-1"}\n')
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    with pytest.raises(UserError, match="other settings"):
+        run_eval(settings, data=SAMPLE_QUESTIONS, corpus=SAMPLE_CORPUS, system="vanilla", out=out)
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    stray = tmp_path / "stray"
+    stray.mkdir()
+    (stray / "notes.txt").write_text("mine")
+    with pytest.raises(UserError, match="not empty"):
+        run_eval(settings, data=SAMPLE_QUESTIONS, corpus=SAMPLE_CORPUS, system="vanilla", out=stray)
+
+
+def test_cli_bad_input_is_one_line(home: Path, tmp_path: Path) -> None:
+    proc = run_cli(
+        "eval",
+        "--data",
+        str(tmp_path / "missing.json"),
+        "--corpus",
+        str(SAMPLE_CORPUS),
+        "--system",
+        "vanilla",
+        "--out",
+        str(tmp_path / "o"),
+        home=home,
+    )
+    assert_user_error(proc, "does not exist")
+
+
+def _lines(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def test_resume_after_kill_never_repeats_a_finished_question(
+    home: Path, tmp_path: Path, sample_index: str
+) -> None:
+    out = tmp_path / "vanilla"
+    args = [
+        HOPRAG,
+        "eval",
+        "--data",
+        str(SAMPLE_QUESTIONS),
+        "--index",
+        sample_index,
+        "--system",
+        "vanilla",
+        "--out",
+        str(out),
+        "--limit",
+        "3",
+        "--quiet",
+    ]
+    env = {**os.environ, "HOPRAG_HOME": str(home)}
+    proc = subprocess.Popen(
+        args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True
+    )
+    results = out / "results.jsonl"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and proc.poll() is None:
+        if results.is_file() and results.read_text().count("\n") >= 1:
+            break
+        time.sleep(0.2)
+    os.killpg(proc.pid, signal.SIGKILL)  # the CLI and its llama.cpp server, mid-run
+    proc.wait()
+    first = _lines(results)
+    assert 1 <= len(first) < 3
+    done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    records = _lines(results)
+    assert [r["id"] for r in records] == ["sample-1", "sample-2", "sample-3"]
+    assert records[: len(first)] == first  # finished questions were not run again
+    for r in records:
+        assert r["llm_calls"] == 1 and len(r["passages_fed"]) == 5
+        assert [step["node"] for step in r["trace"]] == [
+            "take_question",
+            "retrieve_for_question",
+            "answer_from_passages",
+        ]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["all"]["n"] == 3 and "same model" in summary["judge"]
+
+
+def test_baselines_compare_and_report(
+    home: Path, tmp_path: Path, settings: Settings, sample_index: str
+) -> None:
+    runs = {}
+    for system in ("oracle", "closed_book", "iterative"):
+        runs[system] = tmp_path / system
+        run_eval(
+            settings,
+            data=SAMPLE_QUESTIONS,
+            index=sample_index,
+            system=system,
+            out=runs[system],
+            limit=2,
+            progress=False,
+        )
+    oracle = _lines(runs["oracle"] / "results.jsonl")
+    assert all(r["coverage"] == 1.0 and r["llm_calls"] == 1 for r in oracle)
+    assert oracle[0]["passages_fed"] == [0, 6, 14]
+    closed = _lines(runs["closed_book"] / "results.jsonl")
+    assert all(r["passages_fed"] == [] and r["words_fed"] == 0 for r in closed)
+    iterative = _lines(runs["iterative"] / "results.jsonl")
+    assert all(1 <= sum(s["node"] == "reason_step" for s in r["trace"]) <= 4 for r in iterative)
+
+    compared = run_cli("eval", "compare", str(runs["closed_book"]), str(runs["oracle"]), home=home)
+    assert compared.returncode == 0, compared.stderr
+    assert "mcnemar" in compared.stdout.lower() and "2 shared questions" in compared.stdout
+
+    report_dir = tmp_path / "report"
+    made = run_cli("eval", "report", *map(str, runs.values()), "--out", str(report_dir), home=home)
+    assert made.returncode == 0, made.stderr
+    _assert_report_renders(report_dir / "report.html")
+
+
+def _assert_report_renders(report: Path) -> None:
+    """Open the report in headless Chromium and check that every plot decoded."""
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    assert chromium, "Chromium is missing: `make test` installs Debian's chromium"
+    probe = report.with_name("probe.html")
+    probe.write_text(
+        report.read_text().replace(
+            "</body>",
+            "<script>window.addEventListener('load', () => { const imgs = [...document.images];"
+            " document.body.setAttribute('data-loaded', imgs.filter(i => i.complete &&"
+            " i.naturalWidth > 0).length + '/' + imgs.length); });</script></body>",
+        )
+    )
+    dom = subprocess.run(
+        [
+            chromium,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            f"--user-data-dir={report.parent / 'chrome-profile'}",
+            "--virtual-time-budget=5000",
+            "--dump-dom",
+            probe.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    ).stdout
+    assert 'data-loaded="3/3"' in dom, dom[:500]
+    assert len(list(report.parent.glob("*.png"))) == 3
