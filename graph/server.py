@@ -40,3 +40,8 @@ def iterative(config: RunnableConfig) -> CompiledStateGraph:
 def closed_book(config: RunnableConfig) -> CompiledStateGraph:
     """The chat model alone, no retrieval."""
     return _graph("closed_book", config)
+
+
+def deft(config: RunnableConfig) -> CompiledStateGraph:
+    """DeFT-RAG: self-contained sub-questions, a QA table, calibrated decisions, QA cache."""
+    return _graph("deft", config)

@@ -31,3 +31,58 @@ class IterativeState(ReadState, total=False):
 
     thoughts: Annotated[list[str], operator.add]
     rounds: int
+
+
+class QARow(TypedDict):
+    """One row of the QA table: a self-contained sub-question and its short answer."""
+
+    sub_question: str
+    answer: str
+    passage_ids: list[int]
+    source: str  # retrieved | cache
+
+
+class Decision(TypedDict):
+    """One yes/no judgement of the decision model, kept for the trace."""
+
+    kind: str
+    step: int
+    inputs: list[Any]
+    p_yes: float
+    threshold: float
+    outcome: bool
+    backend: str
+
+
+def merge_passages(
+    old: list[dict[str, Any]] | None, new: list[dict[str, Any]] | None
+) -> list[dict[str, Any]]:
+    """Union by passage id, first reading first: everything an LLM was given to read."""
+    merged = list(old or [])
+    seen = {p["id"] for p in merged}
+    for p in new or []:
+        if p["id"] not in seen:
+            merged.append(p)
+            seen.add(p["id"])
+    return merged
+
+
+class DeftState(InputState, total=False):
+    """The DeFT state machine (SPEC section 1). The LLM never tracks state: this does."""
+
+    question_passages: list[dict[str, Any]]  # R_w(Q)
+    direct: bool
+    hop: int  # t, the sub-question step counter
+    sub_question: str
+    rewritten_from: str
+    cache_hit: dict[str, Any] | None
+    retrieved: list[dict[str, Any]]  # R_w(q_t)
+    kept: list[dict[str, Any]]
+    sub_answer: str
+    qa_table: Annotated[list[QARow], operator.add]
+    unanswerable: Annotated[list[str], operator.add]
+    sufficient: bool
+    decisions: Annotated[list[Decision], operator.add]
+    passages: Annotated[list[dict[str, Any]], merge_passages]
+    answer: str
+    answer_passage_ids: list[int]

@@ -9,12 +9,14 @@ from langgraph.graph.state import CompiledStateGraph
 from app.errors import UserError
 from app.resources import Resources
 from graph.baselines import build_closed_book, build_iterative, build_oracle, build_vanilla
+from graph.deft import build_deft
 
 SYSTEMS: dict[str, Callable[[Resources], CompiledStateGraph]] = {
     "closed_book": build_closed_book,
     "vanilla": build_vanilla,
     "oracle": build_oracle,
     "iterative": build_iterative,
+    "deft": build_deft,
 }
 
 

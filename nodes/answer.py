@@ -9,15 +9,11 @@ from typing import Any
 from langchain_core.messages import AIMessage
 
 from app.llm import LLMGateway
-from graph.state import ReadState
-from prompts import load_prompt
+from graph.state import DeftState, ReadState
+from prompts import format_passages, load_prompt
 
 UNKNOWN = "unknown"
 _PREFIX = re.compile(r"^(final answer|answer|a)\s*[:\-]\s*", re.IGNORECASE)
-
-
-def format_passages(passages: Sequence[dict[str, Any]]) -> str:
-    return "\n".join(f"[{i}] {p['title']}: {p['text']}" for i, p in enumerate(passages, 1))
 
 
 def clean_answer(text: str) -> str:
@@ -30,16 +26,37 @@ def clean_answer(text: str) -> str:
     return answer or UNKNOWN
 
 
+def is_unknown(answer: str) -> bool:
+    """Empty, 'unknown', or a refusal: the rule update records no answer."""
+    norm = " ".join(answer.lower().strip(" .!\"'").split())
+    return (
+        not norm
+        or norm.startswith(UNKNOWN)
+        or norm in {"none", "n/a", "not mentioned", "not stated", "no answer"}
+    )
+
+
 def answered(answer: str) -> dict[str, Any]:
     """The state update that finishes a run: the answer, also as an AI chat message."""
     return {"answer": answer, "messages": [AIMessage(content=answer)]}
 
 
-def answer_from_passages(state: ReadState, *, gateway: LLMGateway) -> dict[str, Any]:
+def read_passages(gateway: LLMGateway, question: str, passages: Sequence[dict[str, Any]]) -> str:
+    """LLM_ans: a short answer (or "unknown") to a question from the given passages."""
     messages = load_prompt("answer_from_passages").format_messages(
-        passages=format_passages(state.get("passages") or []), question=state["question"]
+        passages=format_passages(passages), question=question
     )
-    return answered(clean_answer(gateway.invoke(messages)))
+    return clean_answer(gateway.invoke(messages))
+
+
+def answer_from_passages(state: ReadState, *, gateway: LLMGateway) -> dict[str, Any]:
+    return answered(read_passages(gateway, state["question"], state.get("passages") or []))
+
+
+def answer_sub_question(state: DeftState, *, gateway: LLMGateway) -> dict[str, Any]:
+    """a_t = LLM_ans(q_t, kept passages); the kept passages count as read."""
+    kept = state.get("kept") or []
+    return {"sub_answer": read_passages(gateway, state["sub_question"], kept), "passages": kept}
 
 
 def answer_closed_book(state: ReadState, *, gateway: LLMGateway) -> dict[str, Any]:

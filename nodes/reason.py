@@ -7,8 +7,8 @@ from typing import Any
 
 from app.llm import LLMGateway
 from graph.state import IterativeState
-from nodes.answer import answered, clean_answer, format_passages
-from prompts import load_prompt
+from nodes.answer import answered, clean_answer
+from prompts import format_passages, load_prompt
 
 _SO_THE_ANSWER = re.compile(r"so the answer is\s*:?\s*(.+)", re.IGNORECASE)
 REASON_STEP_TOKENS = 64

@@ -8,14 +8,14 @@ from langgraph.runtime import Runtime
 
 from app.settings import ITERATIVE_K, ITERATIVE_MAX_PASSAGES, Settings
 from app.store import CorpusIndex
-from graph.state import IterativeState, ReadState
+from graph.state import DeftState, IterativeState, ReadState
 from tools.retriever import Retriever
 
 
 def retrieve_for_question(
     state: ReadState, runtime: Runtime[Settings], *, retriever: Retriever
 ) -> dict[str, Any]:
-    k = runtime.context.top_k if runtime.context else Settings().top_k
+    k = Settings.of(runtime).top_k
     return {"passages": [p.as_dict() for p in retriever.retrieve(state["question"], k)]}
 
 
@@ -39,3 +39,19 @@ def gold_passages(state: ReadState, *, index: CorpusIndex) -> dict[str, Any]:
     return {
         "passages": [{"id": r.id, "title": r.title, "text": r.text, "score": 1.0} for r in records]
     }
+
+
+def retrieve_question_passages(
+    state: DeftState, runtime: Runtime[Settings], *, retriever: Retriever
+) -> dict[str, Any]:
+    """R_w(Q): the top-w passages for the whole question."""
+    w = Settings.of(runtime).w
+    return {"question_passages": [p.as_dict() for p in retriever.retrieve(state["question"], w)]}
+
+
+def retrieve_for_sub_question(
+    state: DeftState, runtime: Runtime[Settings], *, retriever: Retriever
+) -> dict[str, Any]:
+    """R_w(q_t): the top-w passages for the current sub-question."""
+    w = Settings.of(runtime).w
+    return {"retrieved": [p.as_dict() for p in retriever.retrieve(state["sub_question"], w)]}

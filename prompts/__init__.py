@@ -7,8 +7,10 @@ prompt are written `{{` and `}}`.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 from langchain_core.prompts import ChatPromptTemplate
 
@@ -27,3 +29,13 @@ def load_prompt(name: str) -> ChatPromptTemplate:
     return ChatPromptTemplate.from_messages(
         [("human" if role == "user" else "system", body) for role, body in messages]
     )
+
+
+def format_passages(passages: Sequence[dict[str, Any]]) -> str:
+    """Numbered passages, `[i] Title: text`, as every reader prompt shows them."""
+    return "\n".join(f"[{i}] {p['title']}: {p['text']}" for i, p in enumerate(passages, 1))
+
+
+def format_qa_table(rows: Sequence[dict[str, Any]]) -> str:
+    """The QA table as prompts show it: one `- sub-question answer` line per row."""
+    return "\n".join(f"- {r['sub_question']} {r['answer']}" for r in rows) or "(none yet)"

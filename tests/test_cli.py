@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import time
+import urllib.request
 from pathlib import Path
 
 import pytest
+from langchain_openai import ChatOpenAI
 
-from tests.conftest import SAMPLE_CORPUS, assert_user_error, run_cli
+from app.llm import free_port
+from tests.conftest import HOPRAG, SAMPLE_CORPUS, assert_user_error, run_cli
 
 
 def test_help_explains_every_command(home: Path) -> None:
@@ -94,3 +101,48 @@ def test_ask_end_to_end_with_the_embedded_model(home: Path, sample_index: str) -
     titles = [p["title"] for p in result["passages"]]
     assert "Brisk Hollow" in titles and "Tavistrom College" in titles
     assert result["cost"]["llm_calls"] == 1 and result["cost"]["input_tokens"] > 100
+
+
+def test_dead_endpoint_is_one_clear_line(home: Path, sample_index: str) -> None:
+    dead = f"http://127.0.0.1:{free_port()}/v1"
+    proc = run_cli(
+        "ask",
+        "Who founded Tavistrom College?",
+        "--index",
+        sample_index,
+        home=home,
+        env={"HOPRAG_LLM_BASE_URL": dead, "HOPRAG_LLM_MAX_RETRIES": "0"},
+    )
+    assert_user_error(proc, "does not answer", dead)
+
+
+def test_llm_serve_runs_an_openai_compatible_server(home: Path) -> None:
+    """`hoprag llm serve` in the foreground, used by a plain OpenAI client."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [HOPRAG, "llm", "serve", "--port", str(port)],
+        env={**os.environ, "HOPRAG_HOME": str(home)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=2):
+                    break
+            except OSError:
+                assert proc.poll() is None, "the server exited"
+                time.sleep(0.5)
+        chat = ChatOpenAI(
+            model="qwen2.5-coder-1.5b",
+            base_url=f"http://127.0.0.1:{port}/v1",
+            api_key="none",
+            temperature=0,
+        )
+        reply = chat.invoke("What is 2 + 3? Reply with the number only.")
+        assert "5" in str(reply.content)
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=30)

@@ -1,0 +1,103 @@
+"""The DeFT graph (SPEC section 1): an explicit state machine whose every step is a node
+and whose every yes/no choice is a decision-model judgement, routed by named edges."""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Literal
+
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.runtime import Runtime
+
+from app.resources import Resources
+from app.settings import Settings
+from graph.state import DeftState, InputState
+from nodes.answer import answer_sub_question
+from nodes.cache import lookup_qa_cache
+from nodes.direct import answer_directly, check_direct_answer
+from nodes.final import answer_from_qa_table, fallback_answer
+from nodes.guard import guard_self_contained
+from nodes.qa_table import update_qa_table
+from nodes.question import take_question
+from nodes.relevance import filter_relevant
+from nodes.retrieve import retrieve_for_sub_question, retrieve_question_passages
+from nodes.sub_question import write_sub_question
+from nodes.sufficiency import check_sufficiency
+
+
+def route_after_question(state: DeftState) -> Literal["retrieve_question_passages", "__end__"]:
+    """An empty question ends the run at once (take_question already answered it)."""
+    return "retrieve_question_passages" if state.get("question") else END
+
+
+def route_after_direct_check(state: DeftState) -> Literal["answer_directly", "write_sub_question"]:
+    return "answer_directly" if state.get("direct") else "write_sub_question"
+
+
+def route_after_sub_question(
+    state: DeftState,
+) -> Literal["guard_self_contained", "check_sufficiency"]:
+    """A step that produced no new sub-question (a repeat) goes straight to the checks."""
+    return "guard_self_contained" if state.get("sub_question") else "check_sufficiency"
+
+
+def route_after_cache(state: DeftState) -> Literal["update_qa_table", "retrieve_for_sub_question"]:
+    return "update_qa_table" if state.get("cache_hit") else "retrieve_for_sub_question"
+
+
+def route_after_sufficiency(
+    state: DeftState, runtime: Runtime[Settings]
+) -> Literal["answer_from_qa_table", "write_sub_question", "fallback_answer"]:
+    if state.get("sufficient"):
+        return "answer_from_qa_table"
+    if state.get("hop", 0) >= Settings.of(runtime).max_steps:
+        return "fallback_answer"
+    return "write_sub_question"
+
+
+def build_deft(resources: Resources, **compile_kwargs: object) -> CompiledStateGraph:
+    dm, gateway, retriever, cache = (
+        resources.dm,
+        resources.gateway,
+        resources.retriever,
+        resources.qa_cache,
+    )
+    builder = StateGraph(DeftState, context_schema=Settings, input_schema=InputState)
+    builder.add_node("take_question", take_question)
+    builder.add_node(
+        "retrieve_question_passages", partial(retrieve_question_passages, retriever=retriever)
+    )
+    builder.add_node("check_direct_answer", partial(check_direct_answer, dm=dm))
+    builder.add_node("answer_directly", partial(answer_directly, dm=dm, gateway=gateway))
+    builder.add_node("write_sub_question", partial(write_sub_question, gateway=gateway))
+    builder.add_node("guard_self_contained", partial(guard_self_contained, gateway=gateway))
+    builder.add_node("lookup_qa_cache", partial(lookup_qa_cache, cache=cache, dm=dm))
+    builder.add_node(
+        "retrieve_for_sub_question", partial(retrieve_for_sub_question, retriever=retriever)
+    )
+    builder.add_node("filter_relevant", partial(filter_relevant, dm=dm))
+    builder.add_node("answer_sub_question", partial(answer_sub_question, gateway=gateway))
+    builder.add_node("update_qa_table", partial(update_qa_table, cache=cache))
+    builder.add_node("check_sufficiency", partial(check_sufficiency, dm=dm))
+    builder.add_node("answer_from_qa_table", partial(answer_from_qa_table, gateway=gateway))
+    builder.add_node(
+        "fallback_answer", partial(fallback_answer, retriever=retriever, dm=dm, gateway=gateway)
+    )
+
+    builder.add_edge(START, "take_question")
+    builder.add_conditional_edges("take_question", route_after_question)
+    builder.add_edge("retrieve_question_passages", "check_direct_answer")
+    builder.add_conditional_edges("check_direct_answer", route_after_direct_check)
+    builder.add_edge("answer_directly", END)
+    builder.add_conditional_edges("write_sub_question", route_after_sub_question)
+    builder.add_edge("guard_self_contained", "lookup_qa_cache")
+    builder.add_conditional_edges("lookup_qa_cache", route_after_cache)
+    builder.add_edge("retrieve_for_sub_question", "filter_relevant")
+    builder.add_edge("filter_relevant", "answer_sub_question")
+    builder.add_edge("answer_sub_question", "update_qa_table")
+    builder.add_edge("update_qa_table", "check_sufficiency")
+    builder.add_conditional_edges("check_sufficiency", route_after_sufficiency)
+    builder.add_edge("answer_from_qa_table", END)
+    builder.add_edge("fallback_answer", END)
+    return builder.compile(name="deft", **compile_kwargs)

@@ -1,0 +1,50 @@
+"""QA-cache lookup: normalised exact match, else the most similar cached sub-questions
+confirmed by DM_same; a hit reuses the answer with no retrieval and no LLM call."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from app.settings import Settings
+from graph.state import DeftState
+from nodes.decisions import decide
+from tools.decision import DecisionModel
+from tools.qa_cache import QACache
+
+
+def lookup_qa_cache(
+    state: DeftState, runtime: Runtime[Settings], *, cache: QACache | None, dm: DecisionModel
+) -> dict[str, Any]:
+    settings = Settings.of(runtime)
+    sub_question = state["sub_question"]
+    if cache is None or not settings.qa_cache:
+        return {"cache_hit": None}
+    exact = cache.exact(sub_question)
+    if exact is not None:
+        cache.record_lookup("exact")
+        return {
+            "cache_hit": {
+                "sub_question": exact.sub_question,
+                "answer": exact.answer,
+                "passage_ids": exact.passage_ids,
+                "how": "exact",
+            }
+        }
+    decisions = []
+    for candidate in cache.similar(sub_question):
+        decision = decide(
+            "same",
+            state.get("hop", 0),
+            [candidate["sub_question"]],
+            dm.p_same(sub_question, candidate["sub_question"]),
+            settings.tau_same,
+            dm.backend("same"),
+        )
+        decisions.append(decision)
+        if decision["outcome"]:
+            cache.record_lookup("similar")
+            return {"cache_hit": {**candidate, "how": "similar"}, "decisions": decisions}
+    cache.record_lookup("miss")
+    return {"cache_hit": None, "decisions": decisions}

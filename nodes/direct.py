@@ -1,0 +1,60 @@
+"""Direct-answer check: single-hop questions cost one LLM call.
+
+The depth estimate is asked first because it is cheap (the question alone); DM_direct,
+which reads all w passages, is only asked when the question is shallow enough to be
+answered directly at all.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from app.llm import LLMGateway
+from app.settings import Settings
+from graph.state import DeftState
+from nodes.answer import answered, read_passages
+from nodes.decisions import decide
+from nodes.relevance import judge_relevance
+from tools.decision import DecisionModel
+
+
+def check_direct_answer(
+    state: DeftState, runtime: Runtime[Settings], *, dm: DecisionModel
+) -> dict[str, Any]:
+    settings = Settings.of(runtime)
+    question = state["question"]
+    shallow = decide(
+        "depth", 0, [], dm.p_shallow(question), settings.tau_shallow, dm.backend("depth")
+    )
+    decisions = [shallow]
+    if shallow["outcome"]:
+        passages = state.get("question_passages") or []
+        direct = decide(
+            "direct",
+            0,
+            [p["id"] for p in passages],
+            dm.p_direct(question, passages),
+            settings.tau_direct,
+            dm.backend("direct"),
+        )
+        decisions.append(direct)
+    return {"direct": decisions[-1]["outcome"] and shallow["outcome"], "decisions": decisions}
+
+
+def answer_directly(
+    state: DeftState, runtime: Runtime[Settings], *, dm: DecisionModel, gateway: LLMGateway
+) -> dict[str, Any]:
+    """Answer Q from the relevant ones among R_w(Q), in one LLM call."""
+    settings = Settings.of(runtime)
+    kept, decisions = judge_relevance(
+        dm, state["question"], state.get("question_passages") or [], settings, 0
+    )
+    answer = read_passages(gateway, state["question"], kept)
+    return {
+        **answered(answer),
+        "passages": kept,
+        "decisions": decisions,
+        "answer_passage_ids": [p["id"] for p in kept],
+    }

@@ -1,0 +1,48 @@
+"""Final answers: LLM_fin from the QA table alone, or the fallback after T steps."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from app.llm import LLMGateway
+from app.settings import Settings
+from graph.state import DeftState
+from nodes.answer import answered, clean_answer, read_passages
+from nodes.relevance import judge_relevance
+from prompts import format_qa_table, load_prompt
+from tools.decision import DecisionModel
+from tools.retriever import Retriever
+
+
+def answer_from_qa_table(state: DeftState, *, gateway: LLMGateway) -> dict[str, Any]:
+    table = state.get("qa_table") or []
+    messages = load_prompt("answer_from_qa_table").format_messages(
+        qa_table=format_qa_table(table), question=state["question"]
+    )
+    support = sorted({pid for row in table for pid in row["passage_ids"]})
+    return {**answered(clean_answer(gateway.invoke(messages))), "answer_passage_ids": support}
+
+
+def fallback_answer(
+    state: DeftState,
+    runtime: Runtime[Settings],
+    *,
+    retriever: Retriever,
+    dm: DecisionModel,
+    gateway: LLMGateway,
+) -> dict[str, Any]:
+    """After T steps: retrieve 2w passages for Q, keep the relevant ones, answer directly."""
+    settings = Settings.of(runtime)
+    passages = [p.as_dict() for p in retriever.retrieve(state["question"], settings.fallback_k)]
+    kept, decisions = judge_relevance(
+        dm, state["question"], passages, settings, state.get("hop", 0)
+    )
+    answer = read_passages(gateway, state["question"], kept)
+    return {
+        **answered(answer),
+        "passages": kept,
+        "decisions": decisions,
+        "answer_passage_ids": [p["id"] for p in kept],
+    }

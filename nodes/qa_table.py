@@ -1,0 +1,41 @@
+"""Rule update of the QA table (no model call): an answer extends the table and the cache;
+no answer marks the sub-question unanswerable."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from graph.state import DeftState, QARow
+from nodes.answer import is_unknown
+from tools.qa_cache import QACache
+
+
+def update_qa_table(state: DeftState, *, cache: QACache | None) -> dict[str, Any]:
+    sub_question = state.get("sub_question") or ""
+    if not sub_question:
+        return {}  # the step produced no new question
+    hit = state.get("cache_hit")
+    if hit:
+        row = QARow(
+            sub_question=sub_question,
+            answer=hit["answer"],
+            passage_ids=list(hit["passage_ids"]),
+            source="cache",
+        )
+        return {"qa_table": [row]}
+    answer = state.get("sub_answer") or ""
+    if is_unknown(answer):
+        return {"unanswerable": [sub_question]}
+    passage_ids = [p["id"] for p in state.get("kept") or []]
+    if cache is not None:
+        cache.put(sub_question, answer, passage_ids)
+    return {
+        "qa_table": [
+            QARow(
+                sub_question=sub_question,
+                answer=answer,
+                passage_ids=passage_ids,
+                source="retrieved",
+            )
+        ]
+    }

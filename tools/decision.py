@@ -1,0 +1,193 @@
+"""The decision model (DM): one calibrated p(yes) for every yes/no judgement of the DeFT
+graph (SPEC section 2), so that fixed thresholds mean what they say.
+
+Backends, chosen per decision kind:
+
+* ``llm``: the chat model's yes/no token probabilities through the gateway (zero-shot
+  prompts in ``prompts/dm_*.md``), mapped by a per-kind Platt scaling of the logit
+  (a temperature and a bias) fitted on training questions.
+* ``score``: for relevance, the MiniLM cosine between sub-question and passage, mapped by
+  a Platt scaling fitted on training questions' gold passages. One batched embedding call
+  scores all w passages in milliseconds, where the 1.5B chat model needs about 20 s.
+
+A trained DM (a later issue) drops in as another backend behind the same methods.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+from langchain_core.tools import BaseTool, StructuredTool
+
+from app.embeddings import Embedder
+from app.llm import LLMGateway
+from prompts import format_passages, format_qa_table, load_prompt
+
+DecisionKind = Literal["rel", "direct", "depth", "suff", "same"]
+KINDS: tuple[DecisionKind, ...] = ("rel", "direct", "depth", "suff", "same")
+CALIBRATION_FILE = Path(__file__).resolve().parents[1] / "app" / "data" / "dm_calibration.json"
+_EPS = 1e-6
+
+
+def logit(p: float) -> float:
+    p = min(max(p, _EPS), 1 - _EPS)
+    return math.log(p / (1 - p))
+
+
+def sigmoid(x: float) -> float:
+    return 1.0 / (1.0 + math.exp(-x)) if x >= 0 else math.exp(x) / (1.0 + math.exp(x))
+
+
+@dataclass(frozen=True)
+class Platt:
+    """p = sigmoid(a * x + b), where x is the logit of a raw p(yes) or a raw score."""
+
+    a: float = 1.0
+    b: float = 0.0
+
+    def __call__(self, x: float) -> float:
+        return sigmoid(self.a * x + self.b)
+
+
+def fit_platt(
+    xs: Sequence[float], ys: Sequence[int], *, iterations: int = 200, l2: float = 1e-3
+) -> Platt:
+    """Logistic regression on one feature by Newton's method (tiny, exact, no sklearn)."""
+    x = np.asarray(xs, dtype=float)
+    y = np.asarray(ys, dtype=float)
+    w = np.zeros(2)
+    design = np.stack([x, np.ones_like(x)], axis=1)
+    for _ in range(iterations):
+        p = 1 / (1 + np.exp(-(design @ w)))
+        grad = design.T @ (p - y) + l2 * w
+        hess = design.T @ (design * (p * (1 - p))[:, None]) + l2 * np.eye(2)
+        step = np.linalg.solve(hess, grad)
+        w -= step
+        if np.abs(step).max() < 1e-9:
+            break
+    return Platt(float(w[0]), float(w[1]))
+
+
+@dataclass
+class Calibration:
+    """Per-kind backend and Platt parameters, with a note of how they were fitted."""
+
+    backends: dict[str, str] = field(
+        default_factory=lambda: {
+            "rel": "score",
+            "direct": "llm",
+            "depth": "llm",
+            "suff": "llm",
+            "same": "llm",
+        }
+    )
+    platt: dict[str, Platt] = field(default_factory=dict)
+    notes: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, path: Path = CALIBRATION_FILE) -> Calibration:
+        if not path.is_file():
+            warnings.warn(
+                f"no DM calibration at {path}; p(yes) is uncalibrated "
+                "(run `python -m bench.calibrate_dm`)",
+                stacklevel=2,
+            )
+            return cls()
+        try:
+            data = json.loads(path.read_text())
+            return cls(
+                backends={**cls().backends, **data.get("backends", {})},
+                platt={k: Platt(**v) for k, v in data.get("platt", {}).items()},
+                notes=data.get("notes", {}),
+            )
+        except (json.JSONDecodeError, TypeError, KeyError) as exc:
+            warnings.warn(f"DM calibration {path} is damaged ({exc}); using none", stacklevel=2)
+            return cls()
+
+    def save(self, path: Path = CALIBRATION_FILE) -> None:
+        path.write_text(
+            json.dumps(
+                {
+                    "backends": self.backends,
+                    "platt": {k: {"a": v.a, "b": v.b} for k, v in self.platt.items()},
+                    "notes": self.notes,
+                },
+                indent=2,
+            )
+            + "\n"
+        )
+
+    def scale(self, kind: str, x: float) -> float:
+        return self.platt.get(kind, Platt())(x)
+
+
+class DecisionModel:
+    """Calibrated p(yes) per decision kind; created once and shared by all graph runs."""
+
+    def __init__(
+        self, gateway: LLMGateway, embedder: Embedder, calibration: Calibration | None = None
+    ) -> None:
+        self.gateway = gateway
+        self.embedder = embedder
+        self.calibration = calibration or Calibration.load()
+
+    def backend(self, kind: DecisionKind) -> str:
+        return self.calibration.backends.get(kind, "llm")
+
+    def _llm(self, kind: DecisionKind, **variables: str) -> float:
+        raw = self.gateway.p_yes(load_prompt(f"dm_{kind}").format_messages(**variables))
+        return self.calibration.scale(kind, logit(raw))
+
+    def raw_rel_scores(self, question: str, passages: Sequence[dict[str, Any]]) -> list[float]:
+        """Cosine of question and each passage (title + text), one batched encode."""
+        texts = [f"{p['title']}: {p['text']}" for p in passages]
+        vectors = self.embedder.embed([question, *texts])
+        return [float(v) for v in vectors[1:] @ vectors[0]]
+
+    def p_rel(self, question: str, passages: Sequence[dict[str, Any]]) -> list[float]:
+        """Relevance of every passage to the (sub-)question, scored as one batch.
+        Empty passages get 0 without a model call."""
+        scored = [p for p in passages if p.get("text", "").strip()]
+        if not scored:
+            return [0.0] * len(passages)
+        if self.backend("rel") == "score":
+            values = iter(
+                self.calibration.scale("rel", s) for s in self.raw_rel_scores(question, scored)
+            )
+        else:
+            values = iter(
+                self._llm("rel", question=question, passage=f"{p['title']}: {p['text']}")
+                for p in scored
+            )
+        return [next(values) if p.get("text", "").strip() else 0.0 for p in passages]
+
+    def p_direct(self, question: str, passages: Sequence[dict[str, Any]]) -> float:
+        return self._llm("direct", question=question, passages=format_passages(passages))
+
+    def p_shallow(self, question: str) -> float:
+        """The depth decision: p(the question needs at most two hops)."""
+        return self._llm("depth", question=question)
+
+    def p_suff(self, question: str, qa_table: Sequence[dict[str, Any]]) -> float:
+        if not qa_table:
+            return 0.0
+        return self._llm("suff", question=question, qa_table=format_qa_table(qa_table))
+
+    def p_same(self, first: str, second: str) -> float:
+        return self._llm("same", first=first, second=second)
+
+    def as_tool(self) -> BaseTool:
+        """The DM's two-question judgement as a LangChain tool (for agents and Studio)."""
+
+        def same_information(first: str, second: str) -> float:
+            """p(yes) that the two questions ask for the same information."""
+            return self.p_same(first, second)
+
+        return StructuredTool.from_function(same_information, name="decide_same_information")
