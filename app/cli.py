@@ -183,6 +183,37 @@ def index_drop(
     typer.echo(f"deleted {drop_index(_settings(), name)}")
 
 
+def _print_step(node: str, update: Any) -> None:
+    """One line per finished node of a traced run."""
+    update = update if isinstance(update, dict) else {}
+    shown = {
+        k: update[k]
+        for k in ("sub_question", "rewritten_from", "sub_answer", "answer", "direct", "sufficient")
+        if update.get(k) not in (None, "")
+    }
+    for key in ("kept", "retrieved", "question_passages"):
+        if update.get(key):
+            shown[key] = [p["id"] for p in update[key]]
+    if update.get("cache_hit"):
+        shown["cache_hit"] = update["cache_hit"]["how"]
+    if update.get("qa_table"):
+        shown["qa_table+"] = [f"{r['sub_question']} -> {r['answer']}" for r in update["qa_table"]]
+    if update.get("unanswerable"):
+        shown["unanswerable+"] = update["unanswerable"]
+    details = "  ".join(f"{k}={v}" for k, v in shown.items())
+    typer.echo(f"[{node}] {details}".rstrip(), err=True)
+
+
+def _print_decision(decision: dict[str, Any]) -> None:
+    verdict = "yes" if decision["outcome"] else "no"
+    typer.echo(
+        f"    decision {decision['kind']:6s} step {decision['step']} "
+        f"p={decision['p_yes']:.2f} vs {decision['threshold']:.2f} -> {verdict} "
+        f"({decision['backend']}) {decision['inputs'][:3]}",
+        err=True,
+    )
+
+
 @app.command("ask")
 def ask(
     question: Annotated[str, typer.Argument(help="The question.")],
@@ -192,44 +223,74 @@ def ask(
             "--index", "-i", help="Index to answer from (default: HOPRAG_INDEX or 'sample')."
         ),
     ] = None,
-    k: Annotated[int | None, typer.Option("--k", min=1, max=50, help="Passages to read.")] = None,
+    system: Annotated[str, typer.Option(help="deft, vanilla, iterative, ...")] = "deft",
+    k: Annotated[
+        int | None, typer.Option("--k", min=1, max=50, help="Passages for vanilla.")
+    ] = None,
+    trace: Annotated[
+        bool, typer.Option("--trace", help="Show every step and decision live.")
+    ] = False,
+    thread: Annotated[str | None, typer.Option(help="Thread id for the checkpointer.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
-    """Answer a question from an index (for now: retrieve, then read in one call)."""
-    from app.resources import Resources
-    from graph.baselines import build_vanilla
+    """Answer a question from an index; every step is checkpointed in HOPRAG_HOME."""
+    import uuid
 
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    from app.resources import Resources
+    from graph.systems import build_system, check_system
+
+    check_system(system)
     question = question.strip()
     if not question:
         raise UserError("the question is empty", hint='ask e.g. hoprag ask "Who ...?" -i NAME')
     settings = _settings(top_k=k, index=index)
+    thread_id = thread or uuid.uuid4().hex
     resources = Resources.open(settings, settings.index)
+    settings.home.mkdir(parents=True, exist_ok=True)
     try:
-        result = build_vanilla(resources).invoke({"question": question}, context=settings)
+        with SqliteSaver.from_conn_string(str(settings.home / "checkpoints.sqlite")) as saver:
+            graph = build_system(system, resources, checkpointer=saver)
+            config = {"configurable": {"thread_id": thread_id}}
+            for mode, chunk in graph.stream(
+                {"question": question}, config, context=settings, stream_mode=["updates", "custom"]
+            ):
+                if not trace:
+                    continue
+                if mode == "custom" and "decision" in chunk:
+                    _print_decision(chunk["decision"])
+                elif mode == "updates":
+                    for node, update in chunk.items():
+                        _print_step(node, update)
+            result = graph.get_state(config).values
         cost = resources.gateway.meter.snapshot()
     finally:
         resources.close()
     passages = result.get("passages") or []
+    payload = {
+        "question": question,
+        "answer": result.get("answer", ""),
+        "system": system,
+        "thread_id": thread_id,
+        "qa_table": result.get("qa_table") or [],
+        "passages": passages,
+        "decisions": len(result.get("decisions") or []),
+        "cost": cost,
+    }
     if as_json:
-        typer.echo(
-            json.dumps(
-                {
-                    "question": question,
-                    "answer": result["answer"],
-                    "passages": passages,
-                    "cost": cost,
-                },
-                indent=2,
-            )
-        )
+        typer.echo(json.dumps(payload, indent=2))
         return
-    typer.echo(result["answer"])
+    typer.echo(payload["answer"])
+    for row in payload["qa_table"]:
+        typer.echo(f"  {row['sub_question']} -> {row['answer']}  ({row['source']})", err=True)
     typer.echo("\npassages read:", err=True)
     for p in passages:
         typer.echo(f"  [{p['id']}] {p['title']}", err=True)
     typer.echo(
         f"\n{cost['llm_calls']} LLM call(s), {cost['input_tokens']} input / "
-        f"{cost['output_tokens']} output tokens, {cost['llm_seconds']:.1f}s",
+        f"{cost['output_tokens']} output tokens, {payload['decisions']} decisions, "
+        f"{cost['llm_seconds']:.1f}s in the LLM; thread {thread_id}",
         err=True,
     )
 
@@ -300,6 +361,50 @@ def eval_report(
     from app.report import write_report
 
     typer.echo(f"wrote {write_report(runs, out)}")
+
+
+cache_app = typer.Typer(help="The shared QA cache of an index.", no_args_is_help=True)
+app.add_typer(cache_app, name="cache")
+
+
+def _open_cache(index: str | None) -> Any:
+    from app.embeddings import Embedder
+    from app.store import CorpusIndex
+    from tools.qa_cache import QACache
+
+    settings = _settings(index=index)
+    opened = CorpusIndex.open(settings, settings.index)
+    fingerprint = opened.manifest["fingerprint"]
+    opened.close()
+    return QACache(
+        settings.indexes_dir / f"{settings.index}.qa_cache.sqlite", fingerprint, Embedder()
+    )
+
+
+IndexOpt = Annotated[
+    str | None, typer.Option("--index", "-i", help="Index (default: HOPRAG_INDEX).")
+]
+
+
+@cache_app.command("stats")
+def cache_stats(index: IndexOpt = None) -> None:
+    """Entries, lookups and hit rate of an index's QA cache."""
+    cache = _open_cache(index)
+    typer.echo(json.dumps(cache.stats(), indent=2))
+    cache.close()
+
+
+@cache_app.command("clear")
+def cache_clear(
+    index: IndexOpt = None,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask.")] = False,
+) -> None:
+    """Delete every entry and lookup record of an index's QA cache."""
+    if not yes and sys.stdin.isatty():
+        typer.confirm("clear the QA cache?", abort=True)
+    cache = _open_cache(index)
+    typer.echo(f"removed {cache.clear()} entries from {cache.path}")
+    cache.close()
 
 
 def main() -> None:

@@ -38,7 +38,7 @@ class Resources:
             gateway,
             index,
             Retriever(index, embedder, settings.retrieval),
-            DecisionModel(gateway, embedder),
+            DecisionModel(gateway, embedder, index=index),
             cache,
         )
 

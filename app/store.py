@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import chromadb
+import numpy as np
 from chromadb.config import Settings as ChromaSettings
 
 from app.errors import UserError
@@ -132,6 +133,16 @@ class CorpusIndex:
         by_id = {r[0]: PassageRecord(*r) for r in rows}
         return [by_id[i] for i in ids if i in by_id]
 
+    def embeddings(self, ids: list[int]) -> np.ndarray:
+        """Stored unit-length passage vectors (title: text), in the order asked."""
+        marks = ",".join("?" * len(ids))
+        rows = dict(
+            self.db.execute(
+                f"SELECT id, embedding FROM passages WHERE id IN ({marks})", ids
+            ).fetchall()
+        )
+        return np.stack([np.frombuffer(rows[i], dtype=np.float32) for i in ids])
+
     def sentences_of(self, passage_id: int) -> list[str]:
         rows = self.db.execute(
             "SELECT text FROM sentences WHERE passage_id = ? ORDER BY position", (passage_id,)
@@ -178,4 +189,6 @@ def drop_index(settings: Settings, name: str) -> Path:
     if not path.is_dir():
         raise UserError(f"no index named {name!r}", hint="see `hoprag index list`")
     shutil.rmtree(path)
+    for cache_file in settings.indexes_dir.glob(f"{name}.qa_cache.sqlite*"):
+        cache_file.unlink()  # a cache without its index would only ever be stale
     return path

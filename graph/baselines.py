@@ -5,7 +5,7 @@ iterative reason-and-retrieve loop."""
 from __future__ import annotations
 
 from functools import partial
-from typing import Literal
+from typing import Any, Literal
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
@@ -19,7 +19,9 @@ from nodes.reason import answer_from_thoughts, final_answer_in, reason_step
 from nodes.retrieve import gold_passages, retrieve_for_question, retrieve_for_thought
 
 
-def _chain(name: str, steps: list[tuple[str, object]]) -> CompiledStateGraph:
+def _chain(
+    name: str, steps: list[tuple[str, object]], checkpointer: Any = None
+) -> CompiledStateGraph:
     """A straight line of nodes: take the question, then each step in order."""
     builder = StateGraph(ReadState, context_schema=Settings, input_schema=InputState)
     builder.add_node("take_question", take_question)
@@ -30,18 +32,19 @@ def _chain(name: str, steps: list[tuple[str, object]]) -> CompiledStateGraph:
         builder.add_edge(previous, node)
         previous = node
     builder.add_edge(previous, END)
-    return builder.compile(name=name)
+    return builder.compile(name=name, checkpointer=checkpointer)
 
 
-def build_closed_book(resources: Resources) -> CompiledStateGraph:
+def build_closed_book(resources: Resources, checkpointer: Any = None) -> CompiledStateGraph:
     """No retrieval: what the model knows by itself."""
     return _chain(
         "closed_book",
         [("answer_closed_book", partial(answer_closed_book, gateway=resources.gateway))],
+        checkpointer,
     )
 
 
-def build_vanilla(resources: Resources) -> CompiledStateGraph:
+def build_vanilla(resources: Resources, checkpointer: Any = None) -> CompiledStateGraph:
     """Top-k fused passages for the whole question, one reader call."""
     return _chain(
         "vanilla",
@@ -52,10 +55,11 @@ def build_vanilla(resources: Resources) -> CompiledStateGraph:
             ),
             ("answer_from_passages", partial(answer_from_passages, gateway=resources.gateway)),
         ],
+        checkpointer,
     )
 
 
-def build_oracle(resources: Resources) -> CompiledStateGraph:
+def build_oracle(resources: Resources, checkpointer: Any = None) -> CompiledStateGraph:
     """The reader's ceiling: exactly the gold passages, one reader call."""
     return _chain(
         "oracle",
@@ -63,6 +67,7 @@ def build_oracle(resources: Resources) -> CompiledStateGraph:
             ("gold_passages", partial(gold_passages, index=resources.index)),
             ("answer_from_passages", partial(answer_from_passages, gateway=resources.gateway)),
         ],
+        checkpointer,
     )
 
 
@@ -77,7 +82,7 @@ def route_after_reasoning(
     return "retrieve_for_thought"
 
 
-def build_iterative(resources: Resources) -> CompiledStateGraph:
+def build_iterative(resources: Resources, checkpointer: Any = None) -> CompiledStateGraph:
     """IRCoT-style: retrieve, write one reasoning sentence, retrieve with it, repeat."""
     builder = StateGraph(IterativeState, context_schema=Settings, input_schema=InputState)
     builder.add_node("take_question", take_question)
@@ -99,4 +104,4 @@ def build_iterative(resources: Resources) -> CompiledStateGraph:
     builder.add_edge("retrieve_for_thought", "reason_step")
     builder.add_edge("answer_from_thoughts", END)
     builder.add_edge("answer_from_passages", END)
-    return builder.compile(name="iterative")
+    return builder.compile(name="iterative", checkpointer=checkpointer)

@@ -4,7 +4,7 @@ and whose every yes/no choice is a decision-model judgement, routed by named edg
 from __future__ import annotations
 
 from functools import partial
-from typing import Literal
+from typing import Any, Literal
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
@@ -56,7 +56,7 @@ def route_after_sufficiency(
     return "write_sub_question"
 
 
-def build_deft(resources: Resources, **compile_kwargs: object) -> CompiledStateGraph:
+def build_deft(resources: Resources, checkpointer: Any = None) -> CompiledStateGraph:
     dm, gateway, retriever, cache = (
         resources.dm,
         resources.gateway,
@@ -100,4 +100,4 @@ def build_deft(resources: Resources, **compile_kwargs: object) -> CompiledStateG
     builder.add_conditional_edges("check_sufficiency", route_after_sufficiency)
     builder.add_edge("answer_from_qa_table", END)
     builder.add_edge("fallback_answer", END)
-    return builder.compile(name="deft", **compile_kwargs)
+    return builder.compile(name="deft", checkpointer=checkpointer)

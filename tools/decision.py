@@ -28,6 +28,7 @@ from langchain_core.tools import BaseTool, StructuredTool
 
 from app.embeddings import Embedder
 from app.llm import LLMGateway
+from app.store import CorpusIndex
 from prompts import format_passages, format_qa_table, load_prompt
 
 DecisionKind = Literal["rel", "direct", "depth", "suff", "same"]
@@ -43,6 +44,21 @@ def logit(p: float) -> float:
 
 def sigmoid(x: float) -> float:
     return 1.0 / (1.0 + math.exp(-x)) if x >= 0 else math.exp(x) / (1.0 + math.exp(x))
+
+
+def rel_cosines(
+    embedder: Embedder,
+    question: str,
+    passages: Sequence[dict[str, Any]],
+    index: CorpusIndex | None = None,
+) -> list[float]:
+    """Cosine of the question and each passage (title: text). Passages of `index` reuse
+    their stored vectors, so only the question is encoded."""
+    if index is not None:
+        query = embedder.embed([question])[0]
+        return [float(v) for v in index.embeddings([p["id"] for p in passages]) @ query]
+    vectors = embedder.embed([question, *(f"{p['title']}: {p['text']}" for p in passages)])
+    return [float(v) for v in vectors[1:] @ vectors[0]]
 
 
 @dataclass(frozen=True)
@@ -132,10 +148,15 @@ class DecisionModel:
     """Calibrated p(yes) per decision kind; created once and shared by all graph runs."""
 
     def __init__(
-        self, gateway: LLMGateway, embedder: Embedder, calibration: Calibration | None = None
+        self,
+        gateway: LLMGateway,
+        embedder: Embedder,
+        calibration: Calibration | None = None,
+        index: CorpusIndex | None = None,
     ) -> None:
         self.gateway = gateway
         self.embedder = embedder
+        self.index = index
         self.calibration = calibration or Calibration.load()
 
     def backend(self, kind: DecisionKind) -> str:
@@ -145,12 +166,6 @@ class DecisionModel:
         raw = self.gateway.p_yes(load_prompt(f"dm_{kind}").format_messages(**variables))
         return self.calibration.scale(kind, logit(raw))
 
-    def raw_rel_scores(self, question: str, passages: Sequence[dict[str, Any]]) -> list[float]:
-        """Cosine of question and each passage (title + text), one batched encode."""
-        texts = [f"{p['title']}: {p['text']}" for p in passages]
-        vectors = self.embedder.embed([question, *texts])
-        return [float(v) for v in vectors[1:] @ vectors[0]]
-
     def p_rel(self, question: str, passages: Sequence[dict[str, Any]]) -> list[float]:
         """Relevance of every passage to the (sub-)question, scored as one batch.
         Empty passages get 0 without a model call."""
@@ -159,7 +174,8 @@ class DecisionModel:
             return [0.0] * len(passages)
         if self.backend("rel") == "score":
             values = iter(
-                self.calibration.scale("rel", s) for s in self.raw_rel_scores(question, scored)
+                self.calibration.scale("rel", s)
+                for s in rel_cosines(self.embedder, question, scored, self.index)
             )
         else:
             values = iter(

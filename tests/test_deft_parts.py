@@ -1,0 +1,163 @@
+"""The DeFT graph's rules and tools, each on its own: keep rules, routing, the
+self-containedness guard, the QA cache (restart, stale corpus, concurrent writers) and
+the calibration maths."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import sqlite3
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from app.settings import Settings
+from graph.deft import route_after_cache, route_after_direct_check, route_after_sufficiency
+from graph.state import merge_passages
+from nodes.answer import is_unknown
+from nodes.guard import has_back_reference
+from nodes.question import take_question
+from nodes.relevance import keep_relevant
+from nodes.sub_question import clean_sub_question
+from tools.decision import Calibration, Platt, fit_platt, logit, sigmoid
+from tools.qa_cache import QACache
+
+PASSAGES = [{"id": i, "title": f"T{i}", "text": "x"} for i in range(6)]
+
+
+@pytest.mark.parametrize(
+    ("scores", "expected"),
+    [
+        ([0.9, 0.1, 0.8, 0.7, 0.2, 0.6], [0, 2, 3, 5]),  # passing ones, best first
+        ([0.9, 0.8, 0.7, 0.6, 0.55, 0.51], [0, 1, 2, 3, 4]),  # at most 5
+        ([0.1, 0.9, 0.3, 0.2, 0.0, 0.0], [1, 2]),  # exactly one passes: top 2
+        ([0.1, 0.2, 0.3, 0.4, 0.05, 0.0], [3, 2, 1, 0, 4]),  # none passes: top 5
+    ],
+)
+def test_keep_rules(scores: list[float], expected: list[int]) -> None:
+    kept = keep_relevant(PASSAGES, scores, tau=0.5, max_kept=5)
+    assert [p["id"] for p in kept] == expected
+
+
+class _Runtime:
+    def __init__(self, settings: Settings) -> None:
+        self.context = settings
+
+
+def test_routing() -> None:
+    assert route_after_direct_check({"direct": True}) == "answer_directly"
+    assert route_after_direct_check({"direct": False}) == "write_sub_question"
+    assert route_after_cache({"cache_hit": {"answer": "x"}}) == "update_qa_table"
+    assert route_after_cache({"cache_hit": None}) == "retrieve_for_sub_question"
+    runtime = _Runtime(Settings(max_steps=3))
+    assert route_after_sufficiency({"sufficient": True, "hop": 3}, runtime) == (
+        "answer_from_qa_table"
+    )
+    assert route_after_sufficiency({"sufficient": False, "hop": 2}, runtime) == (
+        "write_sub_question"
+    )
+    assert route_after_sufficiency({"sufficient": False, "hop": 3}, runtime) == ("fallback_answer")
+
+
+def test_back_references() -> None:
+    for q in [
+        "Where was he born?",
+        "Who founded this company?",
+        "When did the band release its first album?",
+        "What river flows through that city?",
+    ]:
+        assert has_back_reference(q), q
+    for q in [
+        "Who founded Velloway Ironworks?",
+        "Where was Odile Farrengast born?",
+        "Which city is the capital of Italy?",
+    ]:
+        assert not has_back_reference(q), q
+
+
+def test_text_cleaning() -> None:
+    assert clean_sub_question("Next question: Who founded Norr Lighting?\nextra") == (
+        "Who founded Norr Lighting?"
+    )
+    assert clean_sub_question("1. Who wrote Dune") == "Who wrote Dune?"
+    assert clean_sub_question("  \n ") == ""
+    assert is_unknown("Unknown.") and is_unknown("") and is_unknown("not mentioned")
+    assert not is_unknown("Oskelund")
+    assert take_question({"question": "  Who\x00 is\tit? "}) == {"question": "Who is it?"}
+    assert take_question({"question": "   "})["answer"] == "Please ask a question."
+    assert "too long" in take_question({"question": "why " * 30_000})["answer"]
+
+
+def test_passages_reducer_keeps_first_reading() -> None:
+    merged = merge_passages([{"id": 1}, {"id": 2}], [{"id": 2}, {"id": 3}])
+    assert [p["id"] for p in merged] == [1, 2, 3]
+
+
+def test_platt_fit_recovers_a_known_mapping() -> None:
+    rng = np.random.default_rng(0)
+    x = rng.normal(0, 2, 4000)
+    y = (rng.random(4000) < 1 / (1 + np.exp(-(1.5 * x - 0.5)))).astype(int)
+    platt = fit_platt(x.tolist(), y.tolist())
+    assert platt.a == pytest.approx(1.5, abs=0.15) and platt.b == pytest.approx(-0.5, abs=0.15)
+    assert sigmoid(logit(0.8)) == pytest.approx(0.8)
+    assert Platt()(logit(0.3)) == pytest.approx(0.3)
+
+
+def test_damaged_calibration_falls_back_with_a_warning(tmp_path: Path) -> None:
+    path = tmp_path / "cal.json"
+    path.write_text("{broken")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        calibration = Calibration.load(path)
+    assert any(str(path) in str(w.message) for w in caught)
+    assert calibration.platt == {}
+    good = Calibration(platt={"rel": Platt(8.0, -4.0)})
+    good.save(path)
+    assert Calibration.load(path).platt["rel"] == Platt(8.0, -4.0)
+
+
+def test_qa_cache_survives_restart_and_never_serves_a_stale_corpus(
+    tmp_path: Path, embedder
+) -> None:
+    path = tmp_path / "cache.sqlite"
+    cache = QACache(path, "fp-1", embedder)
+    cache.put("Who founded Velloway Ironworks?", "Odile Farrengast", [6])
+    cache.close()
+    reopened = QACache(path, "fp-1", embedder)
+    hit = reopened.exact("who founded velloway ironworks")
+    assert hit is not None and hit.answer == "Odile Farrengast" and hit.passage_ids == [6]
+    similar = reopened.similar("Who was the founder of Velloway Ironworks?")
+    assert similar and similar[0]["answer"] == "Odile Farrengast"
+    assert reopened.similar("What is the boiling point of water?") == []
+    changed = QACache(path, "fp-2", embedder)  # the corpus changed
+    assert changed.exact("Who founded Velloway Ironworks?") is None
+    assert changed.similar("Who founded Velloway Ironworks?") == []
+    assert changed.stats()["stale_entries"] == 1
+
+
+def _writer(path: str, worker: int, n: int) -> None:
+    class _Fixed:  # a deterministic stand-in vector: this test is about SQLite, not meaning
+        def embed(self, texts):
+            return np.ones((len(texts), 4), dtype=np.float32) / 2
+
+    cache = QACache(Path(path), "fp", _Fixed())  # type: ignore[arg-type]
+    for i in range(n):
+        cache.put(f"Question {worker}-{i}?", f"answer {worker}-{i}", [worker, i])
+    cache.close()
+
+
+def test_qa_cache_is_safe_with_concurrent_writers(tmp_path: Path) -> None:
+    path = tmp_path / "shared.sqlite"
+    ctx = multiprocessing.get_context("spawn")
+    workers = [ctx.Process(target=_writer, args=(str(path), w, 40)) for w in range(4)]
+    for p in workers:
+        p.start()
+    for p in workers:
+        p.join(timeout=120)
+        assert p.exitcode == 0
+    db = sqlite3.connect(path)
+    rows = db.execute("SELECT norm, answer, passage_ids FROM entries").fetchall()
+    assert len(rows) == 160
+    assert {json.loads(r[2])[0] for r in rows} == {0, 1, 2, 3}
