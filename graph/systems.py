@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from langgraph.graph.state import CompiledStateGraph
 
@@ -20,11 +21,13 @@ SYSTEMS: dict[str, Callable[..., CompiledStateGraph]] = {
 }
 
 
-def build_system(name: str, resources: Resources) -> CompiledStateGraph:
-    try:
-        builder = SYSTEMS[name]
-    except KeyError:
-        raise UserError(
-            f"unknown system {name!r}", hint=f"choose one of: {', '.join(SYSTEMS)}"
-        ) from None
-    return builder(resources)
+def check_system(name: str) -> None:
+    if name not in SYSTEMS:
+        raise UserError(f"unknown system {name!r}", hint=f"choose one of: {', '.join(SYSTEMS)}")
+
+
+def build_system(name: str, resources: Resources, checkpointer: Any = None) -> CompiledStateGraph:
+    """The named system's graph, compiled with `checkpointer` (None: the caller's, as
+    `langgraph dev` requires)."""
+    check_system(name)
+    return SYSTEMS[name](resources, checkpointer=checkpointer)

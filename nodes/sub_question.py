@@ -32,8 +32,10 @@ def clean_sub_question(text: str) -> str:
 
 
 def asked_before(state: DeftState) -> set[str]:
+    """Normalised sub-questions that may not be asked again."""
     earlier = [row["sub_question"] for row in state.get("qa_table") or []]
     earlier += state.get("unanswerable") or []
+    earlier.append(state["question"])  # the whole question is never a sub-question
     return {normalise_question(q) for q in earlier}
 
 

@@ -1,0 +1,71 @@
+"""The DeFT graph end to end with the real embedded model on the sample corpus: through
+sub-questions and the QA table, the QA cache across questions, and bad input."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.resources import Resources
+from app.settings import Settings
+from graph.deft import build_deft
+from nodes.guard import has_back_reference
+
+
+@pytest.fixture(scope="module")
+def resources(settings: Settings, sample_index: str):
+    res = Resources.open(settings, sample_index)
+    res.qa_cache.clear()
+    yield res
+    res.close()
+
+
+def test_two_hop_question_through_sub_questions(resources: Resources, settings: Settings) -> None:
+    # No direct answer: the run must build the chain one self-contained sub-question at a time.
+    context = settings.with_overrides(tau_direct=2.0)
+    graph = build_deft(resources)
+    events = list(
+        graph.stream(
+            {"question": "Which river flows through the town where Tavistrom College is located?"},
+            context=context,
+            stream_mode=["updates", "custom"],
+        )
+    )
+    nodes = [node for mode, chunk in events if mode == "updates" for node in chunk]
+    streamed = [chunk["decision"] for mode, chunk in events if mode == "custom"]
+    updates = [u or {} for mode, chunk in events if mode == "updates" for u in chunk.values()]
+    sub_questions = [u["sub_question"] for u in updates if u.get("sub_question")]
+    rows = [row for u in updates for row in u.get("qa_table", [])]
+    answer = next(u["answer"] for u in reversed(updates) if u.get("answer"))
+    assert "write_sub_question" in nodes and "answer_sub_question" in nodes
+    assert nodes[-1] in {"answer_from_qa_table", "fallback_answer"}
+    assert sub_questions and not any(has_back_reference(q) for q in sub_questions)
+    assert rows and all(row["passage_ids"] for row in rows)
+    assert {d["kind"] for d in streamed} >= {"depth", "rel"}
+    assert "ulden" in answer.lower()
+
+    # The same question again: its sub-questions come from the shared QA cache, so fewer
+    # sub-questions are retrieved for and read.
+    cached = list(
+        graph.stream(
+            {"question": "Which river flows through the town where Tavistrom College is located?"},
+            context=context,
+            stream_mode="updates",
+        )
+    )
+    cached_nodes = [node for chunk in cached for node in chunk]
+    assert "lookup_qa_cache" in cached_nodes
+    hits = [u["cache_hit"] for chunk in cached for u in chunk.values() if u and u.get("cache_hit")]
+    assert hits and hits[0]["how"] == "exact"
+    assert cached_nodes.count("answer_sub_question") < nodes.count("answer_sub_question")
+    assert resources.qa_cache.stats()["hits"] >= 1
+
+
+def test_bad_input_ends_gracefully(resources: Resources, settings: Settings) -> None:
+    graph = build_deft(resources)
+    before = resources.gateway.meter.snapshot()["llm_calls"]
+    assert graph.invoke({"question": "   "}, context=settings)["answer"] == (
+        "Please ask a question."
+    )
+    assert "too long" in graph.invoke({"question": "x" * 100_000}, context=settings)["answer"]
+    assert graph.invoke({"messages": []}, context=settings)["answer"] == "Please ask a question."
+    assert resources.gateway.meter.snapshot()["llm_calls"] == before  # no model was asked
