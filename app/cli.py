@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import warnings
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -407,8 +408,13 @@ def cache_clear(
     cache.close()
 
 
+def _one_line_warning(message: Warning | str, *args: Any, **kwargs: Any) -> None:
+    typer.echo(f"warning: {message}", err=True)
+
+
 def main() -> None:
     """Entry point: user errors become one line on stderr and an exit code."""
+    warnings.showwarning = _one_line_warning
     try:
         app()
     except UserError as exc:

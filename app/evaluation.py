@@ -7,13 +7,14 @@ is loaded, and a folder that holds another run is never written to.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import statistics
 import time
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,21 @@ from app.settings import Settings
 from app.store import CorpusIndex, check_name
 from nodes.answer import UNKNOWN
 from prompts import load_prompt
+
+# Per-question numbers averaged in every summary, and the columns of a summary table.
+PER_QUESTION_METRICS = (
+    "em",
+    "f1",
+    "contain",
+    "judged",
+    "coverage",
+    "words_fed",
+    "llm_calls",
+    "input_tokens",
+    "output_tokens",
+    "dm_calls",
+)
+SUMMARY_COLUMNS = ("n", *PER_QUESTION_METRICS, "seconds_median", "seconds_p90")
 
 RESULTS = "results.jsonl"
 RUN = "run.json"
@@ -48,6 +64,33 @@ class RunConfig:
     retrieval: str
     top_k: int
     judge: str
+    deft: str = ""  # DeFT's w, T, thresholds and cache switch; empty for other systems
+
+
+def deft_signature(settings: Settings) -> str:
+    """The DeFT settings that change answers, in one comparable string."""
+    names = (
+        "w",
+        "max_kept",
+        "max_steps",
+        "fallback_k",
+        "tau_rel",
+        "tau_direct",
+        "tau_shallow",
+        "tau_suff",
+        "tau_same",
+        "qa_cache",
+    )
+    from tools.decision import CALIBRATION_FILE
+
+    calibration = (
+        hashlib.sha256(CALIBRATION_FILE.read_bytes()).hexdigest()[:12]
+        if CALIBRATION_FILE.is_file()
+        else "none"
+    )
+    return " ".join(
+        [*(f"{n}={getattr(settings, n)}" for n in names), f"dm_calibration={calibration}"]
+    )
 
 
 def derived_index_name(corpus: Path, fp: str) -> str:
@@ -84,8 +127,10 @@ def _check_out_dir(out: Path, config: RunConfig) -> list[dict[str, Any]]:
             previous = json.loads(run_file.read_text())
         except json.JSONDecodeError:
             raise UserError(f"{run_file} is damaged", hint="use another --out folder") from None
-        if previous != asdict(config):
-            diff = [k for k, v in asdict(config).items() if previous.get(k) != v]
+        # A field added after a run was started counts as its default for that run.
+        defaults = {f.name: f.default for f in fields(RunConfig)}
+        diff = [k for k, v in asdict(config).items() if previous.get(k, defaults[k]) != v]
+        if diff:
             raise UserError(
                 f"{out} holds a run with other settings ({', '.join(diff)}); nothing was "
                 "overwritten",
@@ -219,21 +264,7 @@ def summarise(records: list[dict[str, Any]]) -> dict[str, Any]:
         seconds = [r["seconds"] for r in rows]
         return {
             "n": len(rows),
-            **{
-                k: _mean(r[k] for r in rows)
-                for k in (
-                    "em",
-                    "f1",
-                    "contain",
-                    "judged",
-                    "coverage",
-                    "words_fed",
-                    "llm_calls",
-                    "input_tokens",
-                    "output_tokens",
-                    "dm_calls",
-                )
-            },
+            **{k: _mean(r[k] for r in rows) for k in PER_QUESTION_METRICS},
             "seconds_median": round(statistics.median(seconds), 3) if seconds else None,
             "seconds_p90": _percentile(seconds, 0.9),
         }
@@ -290,6 +321,7 @@ def run_eval(
         retrieval=settings.retrieval,
         top_k=settings.top_k,
         judge=settings.judge or "reader",
+        deft=deft_signature(settings) if system == "deft" else "",
     )
     done = _check_out_dir(out, config)  # before any model is loaded
     out.mkdir(parents=True, exist_ok=True)

@@ -11,22 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from app.errors import UserError
-from app.evaluation import load_run, summarise
+from app.evaluation import PER_QUESTION_METRICS, SUMMARY_COLUMNS, load_run, summarise
 from app.metrics import mcnemar_exact
 
-COMPARED = (
-    "em",
-    "f1",
-    "contain",
-    "judged",
-    "coverage",
-    "words_fed",
-    "llm_calls",
-    "input_tokens",
-    "output_tokens",
-    "dm_calls",
-    "seconds",
-)
+COMPARED = (*PER_QUESTION_METRICS, "seconds")
 PAIRED_TESTS = ("em", "judged")
 
 
@@ -169,20 +157,7 @@ def write_report(folders: list[Path], out: Path) -> Path:
         runs.append((_label(config), records))
     out.mkdir(parents=True, exist_ok=True)
     plots = [_accuracy_plot(runs, out), _cost_plot(runs, out), _coverage_plot(runs, out)]
-    columns = [
-        "n",
-        "em",
-        "f1",
-        "contain",
-        "judged",
-        "coverage",
-        "words_fed",
-        "llm_calls",
-        "input_tokens",
-        "output_tokens",
-        "seconds_median",
-        "seconds_p90",
-    ]
+    columns = SUMMARY_COLUMNS
     rows = "".join(
         f"<tr><td>{html.escape(label)}</td>"
         + "".join(f"<td>{_fmt(summarise(records)['all'][c])}</td>" for c in columns)

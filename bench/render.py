@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from app.evaluation import SUMMARY_COLUMNS, load_run, summarise
 from bench.common import RESULTS
 
 INTRO = """# Benchmarks
@@ -97,23 +98,6 @@ def gateway_speed() -> str:
     return "## LLM gateway speed\n\n" + "\n\n".join(parts) + "\n"
 
 
-EVAL_COLUMNS = (
-    "n",
-    "em",
-    "f1",
-    "contain",
-    "judged",
-    "coverage",
-    "words_fed",
-    "llm_calls",
-    "input_tokens",
-    "output_tokens",
-    "dm_calls",
-    "seconds_median",
-    "seconds_p90",
-)
-
-
 def _cell(value: object) -> str:
     if value is None:
         return "-"
@@ -122,7 +106,6 @@ def _cell(value: object) -> str:
 
 def evaluations() -> str:
     """One table per benchmark from the run folders in bench/results/eval/."""
-    from app.evaluation import load_run, summarise
 
     folders = sorted(p for p in (RESULTS / "eval").glob("*") if (p / "run.json").is_file())
     by_bench: dict[str, list[dict[str, Any]]] = {}
@@ -138,7 +121,7 @@ def evaluations() -> str:
         "## End-to-end answering",
         "",
         "Each row is one `hoprag eval` run folder in `bench/results/eval/` (made by "
-        "`.venv/bin/python -m bench.baselines`); `n` below the requested limit means the "
+        "`.venv/bin/python -m bench.run_systems`); `n` below the requested limit means the "
         "run is still partial. Judge: the same 1.5B model as the reader (no second model "
         "is configured), so `judged` is noisy; `contain` needs no model. Seconds are wall "
         "time on the 2-core machine, which at times also ran other jobs.",
@@ -148,13 +131,13 @@ def evaluations() -> str:
         lines += [
             f"### {bench}",
             "",
-            "| system | " + " | ".join(EVAL_COLUMNS) + " |",
-            "| --- |" + " ---: |" * len(EVAL_COLUMNS),
+            "| system | " + " | ".join(SUMMARY_COLUMNS) + " |",
+            "| --- |" + " ---: |" * len(SUMMARY_COLUMNS),
         ]
         for s in summaries:
             lines.append(
                 f"| {s['config']['system']} | "
-                + " | ".join(_cell(s["all"][c]) for c in EVAL_COLUMNS)
+                + " | ".join(_cell(s["all"][c]) for c in SUMMARY_COLUMNS)
                 + " |"
             )
         groups = sorted({g for s in summaries for g in s["groups"]})

@@ -1,7 +1,8 @@
-"""The baseline table of issue 3: every system on the first N dev questions of each
-benchmark, through `hoprag eval` (resumable: rerun the same command after a stop).
+"""End-to-end runs: systems on the first N dev questions of each benchmark, through
+`hoprag eval` (resumable: rerun the same command after a stop).
 
-    .venv/bin/python -m bench.baselines [--limit 60] [--systems vanilla oracle ...]
+    .venv/bin/python -m bench.run_systems [--limit 60] [--systems vanilla oracle ...]
+        [--benchmarks musique ...]
 
 Run folders land in bench/results/eval/BENCHMARK-SYSTEM/; `python -m bench.render`
 turns their summaries into docs/BENCHMARKS.md.
@@ -16,7 +17,7 @@ import sys
 from bench.common import BENCHMARKS, DATA, RESULTS, ROOT
 
 HOPRAG = str(ROOT / ".venv" / "bin" / "hoprag")
-SYSTEMS = ("vanilla", "oracle", "closed_book", "iterative")
+SYSTEMS = ("vanilla", "oracle", "deft", "closed_book", "iterative")
 
 
 def main() -> None:
