@@ -178,6 +178,10 @@ def main() -> None:
         for kind, (examples, call, how) in plans.items():
             xs, ys = fit_llm_kind(kind, examples, call)
             calibration.platt[kind] = fit_platt(xs, ys)
+            if calibration.platt[kind].a <= 0:
+                # The zero-shot p(yes) does not rise with the label: it carries no signal,
+                # and a threshold on it would only add cost and noise. Switch it off.
+                calibration.backends[kind] = "off"
             calibration.notes[kind] = {
                 "n": len(ys),
                 "positives": sum(ys),

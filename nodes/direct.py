@@ -23,6 +23,8 @@ from tools.decision import DecisionModel
 def check_direct_answer(
     state: DeftState, runtime: Runtime[Settings], *, dm: DecisionModel
 ) -> dict[str, Any]:
+    if dm.backend("direct") == "off":
+        return {"direct": False}  # no direct branch: spend no call on the depth estimate
     settings = Settings.of(runtime)
     question = state["question"]
     shallow = decide(

@@ -6,6 +6,8 @@ Backends, chosen per decision kind:
 * ``llm``: the chat model's yes/no token probabilities through the gateway (zero-shot
   prompts in ``prompts/dm_*.md``), mapped by a per-kind Platt scaling of the logit
   (a temperature and a bias) fitted on training questions.
+* ``off``: the decision always says no, at no cost. Calibration switches a kind off when
+  its fitted slope is not positive, i.e. the zero-shot p(yes) carries no signal.
 * ``score``: for relevance, the MiniLM cosine between sub-question and passage, mapped by
   a Platt scaling fitted on training questions' gold passages. One batched embedding call
   scores all w passages in milliseconds, where the 1.5B chat model needs about 20 s.
@@ -185,6 +187,8 @@ class DecisionModel:
         return [next(values) if p.get("text", "").strip() else 0.0 for p in passages]
 
     def p_direct(self, question: str, passages: Sequence[dict[str, Any]]) -> float:
+        if self.backend("direct") == "off":
+            return 0.0
         return self._llm("direct", question=question, passages=format_passages(passages))
 
     def p_shallow(self, question: str) -> float:
