@@ -30,7 +30,7 @@ setup: $(STAMP)
 	$(HOPRAG) index $(SAMPLE) --name sample --quiet
 
 demo: setup
-	$(HOPRAG) ask "Which river flows through the town where Tavistrom College is located?" --index sample --system vanilla
+	$(HOPRAG) ask "Which river flows through the town where Tavistrom College is located?" --index sample
 
 # The report test opens the HTML report in a real headless browser (Debian's chromium).
 browser:

@@ -20,7 +20,7 @@ from nodes.answer import is_unknown
 from nodes.guard import has_back_reference
 from nodes.question import take_question
 from nodes.relevance import keep_relevant
-from nodes.sub_question import clean_sub_question
+from nodes.sub_question import clean_sub_question, rejection
 from tools.decision import Calibration, Platt, fit_platt, logit, sigmoid
 from tools.qa_cache import QACache
 
@@ -161,3 +161,23 @@ def test_qa_cache_is_safe_with_concurrent_writers(tmp_path: Path) -> None:
     rows = db.execute("SELECT norm, answer, passage_ids FROM entries").fetchall()
     assert len(rows) == 160
     assert {json.loads(r[2])[0] for r in rows} == {0, 1, 2, 3}
+
+
+def test_sub_question_rejections() -> None:
+    state = {
+        "question": "What team's player had the most league sacks?",
+        "qa_table": [
+            {
+                "sub_question": "Who had the most league sacks?",
+                "answer": "Reggie White",
+                "passage_ids": [1],
+                "source": "retrieved",
+            }
+        ],
+        "unanswerable": ["When was Reggie White born?"],
+    }
+    assert "whole question" in rejection("Which team's player had the most league sacks?", state)
+    assert "already asked" in rejection("who had the most league sacks", state)
+    assert "already asked" in rejection("When was Reggie White born?", state)
+    assert rejection("", state)
+    assert rejection("Which team did Reggie White play for?", state) == ""
