@@ -37,9 +37,11 @@ def route_after_direct_check(state: DeftState) -> Literal["answer_directly", "wr
 
 def route_after_sub_question(
     state: DeftState,
-) -> Literal["guard_self_contained", "check_sufficiency"]:
-    """A step that produced no new sub-question (a repeat) goes straight to the checks."""
-    return "guard_self_contained" if state.get("sub_question") else "check_sufficiency"
+) -> Literal["guard_self_contained", "fallback_answer"]:
+    """No acceptable sub-question (even after one retry): go to the fallback now. The
+    writer runs at temperature 0, so the same state would only yield the same rejected
+    question again and burn the remaining steps."""
+    return "guard_self_contained" if state.get("sub_question") else "fallback_answer"
 
 
 def route_after_cache(state: DeftState) -> Literal["update_qa_table", "retrieve_for_sub_question"]:

@@ -1,4 +1,5 @@
-"""Prompts are data: one Markdown file per prompt, with `## system` and `## user` parts.
+"""Prompts are data: one Markdown file per prompt, with `## system`, `## user` and (for
+worked examples shown as earlier chat turns) `## assistant` parts, ending with `## user`.
 
 Templates use `{name}` placeholders (LangChain f-string templates); literal braces in a
 prompt are written `{{` and `}}`.
@@ -15,7 +16,8 @@ from typing import Any
 from langchain_core.prompts import ChatPromptTemplate
 
 PROMPT_DIR = Path(__file__).parent
-_SECTION = re.compile(r"^## (system|user)\s*$", re.MULTILINE)
+_SECTION = re.compile(r"^## (system|user|assistant)\s*$", re.MULTILINE)
+_ROLES = {"system": "system", "user": "human", "assistant": "ai"}
 
 
 @cache
@@ -26,9 +28,7 @@ def load_prompt(name: str) -> ChatPromptTemplate:
     messages = [(role, body.strip()) for role, body in zip(parts[1::2], parts[2::2], strict=True)]
     if not messages or messages[-1][0] != "user":
         raise ValueError(f"prompt {name!r} must end with a '## user' section")
-    return ChatPromptTemplate.from_messages(
-        [("human" if role == "user" else "system", body) for role, body in messages]
-    )
+    return ChatPromptTemplate.from_messages([(_ROLES[role], body) for role, body in messages])
 
 
 def format_passages(passages: Sequence[dict[str, Any]]) -> str:

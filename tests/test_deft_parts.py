@@ -14,7 +14,12 @@ import numpy as np
 import pytest
 
 from app.settings import Settings
-from graph.deft import route_after_cache, route_after_direct_check, route_after_sufficiency
+from graph.deft import (
+    route_after_cache,
+    route_after_direct_check,
+    route_after_sub_question,
+    route_after_sufficiency,
+)
 from graph.state import merge_passages
 from nodes.answer import is_unknown
 from nodes.guard import has_back_reference
@@ -51,6 +56,8 @@ def test_routing() -> None:
     assert route_after_direct_check({"direct": False}) == "write_sub_question"
     assert route_after_cache({"cache_hit": {"answer": "x"}}) == "update_qa_table"
     assert route_after_cache({"cache_hit": None}) == "retrieve_for_sub_question"
+    assert route_after_sub_question({"sub_question": "Who?"}) == "guard_self_contained"
+    assert route_after_sub_question({"sub_question": ""}) == "fallback_answer"
     runtime = _Runtime(Settings(max_steps=3))
     assert route_after_sufficiency({"sufficient": True, "hop": 3}, runtime) == (
         "answer_from_qa_table"
@@ -181,3 +188,5 @@ def test_sub_question_rejections() -> None:
     assert "already asked" in rejection("When was Reggie White born?", state)
     assert rejection("", state)
     assert rejection("Which team did Reggie White play for?", state) == ""
+    example = "In which country is the Zambezi Bridge located?"
+    assert "example" in rejection("In which country is the Zambezi Bridge?", state, [example])
