@@ -9,7 +9,6 @@ a question and the graph moves on (the hop counter bounds every loop).
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, HumanMessage
@@ -44,14 +43,11 @@ def overlap(first: str, second: str) -> float:
     return len(a & b) / len(a | b) if a and b else 0.0
 
 
-def rejection(sub_question: str, state: DeftState, examples: Sequence[str] = ()) -> str:
+def rejection(sub_question: str, state: DeftState) -> str:
     """Why a sub-question may not be asked (empty: it may). The whole question, reworded,
-    is no sub-question; neither is one asked before (answered or not), nor a copy of one
-    of the prompt's worked examples."""
+    is no sub-question; neither is one asked before (answered or not)."""
     if not sub_question:
         return "That is not a question. Write the next question."
-    if any(overlap(sub_question, e) >= MAX_OVERLAP_WITH_QUESTION for e in examples):
-        return "That question belongs to an example. Ask about the complex question."
     if overlap(sub_question, state["question"]) >= MAX_OVERLAP_WITH_QUESTION:
         return "That repeats the whole question. Ask for one single fact that helps answer it."
     earlier = [row["sub_question"] for row in state.get("qa_table") or []]
@@ -67,13 +63,12 @@ def write_sub_question(state: DeftState, *, gateway: LLMGateway) -> dict[str, An
         qa_table=format_qa_table(state.get("qa_table") or []),
         forbidden="\n".join(f"- {q}" for q in state.get("unanswerable") or []) or "(none)",
     )
-    examples = [str(m.content) for m in messages if isinstance(m, AIMessage)]
     sub_question = clean_sub_question(gateway.invoke(messages, max_tokens=SUB_QUESTION_TOKENS))
-    reason = rejection(sub_question, state, examples)
+    reason = rejection(sub_question, state)
     if reason:  # one more try, told why
         retry = [*messages, AIMessage(sub_question), HumanMessage(reason)]
         sub_question = clean_sub_question(gateway.invoke(retry, max_tokens=SUB_QUESTION_TOKENS))
-        if rejection(sub_question, state, examples):
+        if rejection(sub_question, state):
             sub_question = ""
     return {
         "sub_question": sub_question,
