@@ -138,7 +138,8 @@ def evaluations() -> str:
         "`.venv/bin/python -m bench.run_systems`); `n` below the requested limit means the "
         "run is still partial. Judge: the same 1.5B model as the reader (no second model "
         "is configured), so `judged` is noisy; `contain` needs no model. Seconds are wall "
-        "time on the 2-core machine, which at times also ran other jobs.",
+        "time on the 2-core machine, which at times also ran other jobs (tests, calibration), "
+        "so they are upper bounds. A fresh `deft` run starts with a cold QA cache.",
         "",
     ]
     for bench, summaries in by_bench.items():
@@ -177,8 +178,45 @@ def evaluations() -> str:
     return "\n".join(lines)
 
 
+def dm_calibration() -> str:
+    """The decision model's per-kind calibration, fitted on train questions."""
+    from tools.decision import CALIBRATION_FILE
+
+    if not CALIBRATION_FILE.is_file():
+        return ""
+    data = json.loads(CALIBRATION_FILE.read_text())
+    notes = data.get("notes", {})
+    lines = [
+        "## Decision model calibration",
+        "",
+        f"Fitted on train questions only with `.venv/bin/{notes.get('command', '')}`; "
+        "stored in `app/data/dm_calibration.json`. p = sigmoid(a * x + b), x the logit "
+        "of the zero-shot p(yes) (or the cosine, for `rel`). A kind whose slope `a` is "
+        "not positive carries no signal and is switched off.",
+        "",
+        "| kind | backend | a | b | n | positives | labels |",
+        "| --- | --- | ---: | ---: | ---: | ---: | --- |",
+    ]
+    for kind, platt in data.get("platt", {}).items():
+        note = notes.get(kind, {})
+        lines.append(
+            f"| {kind} | {data['backends'].get(kind, 'llm')} | {platt['a']:.3f} | "
+            f"{platt['b']:.3f} | {note.get('n', '-')} | {note.get('positives', '-')} | "
+            f"{note.get('labels', '')} |"
+        )
+    lines += ["", "AUC and calibration error on dev are not measured yet (issue 5)."]
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
-    sections = [INTRO, index_build(), retrieval_recall(), gateway_speed(), evaluations()]
+    sections = [
+        INTRO,
+        index_build(),
+        retrieval_recall(),
+        gateway_speed(),
+        dm_calibration(),
+        evaluations(),
+    ]
     print("\n".join(s for s in sections if s).rstrip())
 
 
