@@ -336,7 +336,8 @@ def run_eval(
 
     finished = {r["id"] for r in done}
     todo = [q for q in questions if q.id not in finished]
-    records = [r for r in done if r["id"] in {q.id for q in questions}]
+    wanted = {q.id for q in questions}
+    records = [r for r in done if r["id"] in wanted]
     if todo:
         resources = Resources.open(settings, index_name)
         judge, judge_desc = _judge_gateway(settings, resources.gateway)
