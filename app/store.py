@@ -180,10 +180,6 @@ def list_indexes(settings: Settings) -> list[str]:
     )
 
 
-def read_manifest(settings: Settings, name: str) -> dict[str, Any]:
-    return CorpusIndex.open(settings, name).manifest
-
-
 def drop_index(settings: Settings, name: str) -> Path:
     path = settings.indexes_dir / check_name(name)
     if not path.is_dir():

@@ -69,3 +69,18 @@ def test_bad_input_ends_gracefully(resources: Resources, settings: Settings) -> 
     assert "too long" in graph.invoke({"question": "x" * 100_000}, context=settings)["answer"]
     assert graph.invoke({"messages": []}, context=settings)["answer"] == "Please ask a question."
     assert resources.gateway.meter.snapshot()["llm_calls"] == before  # no model was asked
+
+
+def test_decision_model_as_a_langchain_tool(resources: Resources) -> None:
+    tool = resources.dm.as_tool()
+    assert tool.name == "decide_same_information"
+    same = tool.invoke(
+        {
+            "first": "Who founded Velloway Ironworks?",
+            "second": "Who was the founder of Velloway Ironworks?",
+        }
+    )
+    different = tool.invoke(
+        {"first": "Who founded Velloway Ironworks?", "second": "Where was Odile Farrengast born?"}
+    )
+    assert 0.0 <= different < 0.5 < same <= 1.0
