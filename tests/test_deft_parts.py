@@ -26,7 +26,7 @@ from nodes.guard import has_back_reference
 from nodes.question import take_question
 from nodes.relevance import keep_relevant
 from nodes.sub_question import clean_sub_question, rejection
-from tools.decision import Calibration, Platt, fit_platt, logit, sigmoid
+from tools.decision import Calibration, DecisionModel, Platt, fit_platt, logit, sigmoid
 from tools.qa_cache import QACache
 
 PASSAGES = [{"id": i, "title": f"T{i}", "text": "x"} for i in range(6)]
@@ -188,3 +188,10 @@ def test_sub_question_rejections() -> None:
     assert "already asked" in rejection("When was Reggie White born?", state)
     assert rejection("", state)
     assert rejection("Which team did Reggie White play for?", state) == ""
+
+
+def test_a_switched_off_decision_says_no_without_any_model() -> None:
+    off = Calibration(backends=dict.fromkeys(("rel", "direct", "depth", "suff", "same"), "off"))
+    dm = DecisionModel(gateway=None, embedder=None, calibration=off)  # type: ignore[arg-type]
+    assert dm.p_direct("Q?", PASSAGES) == 0.0 and dm.p_same("A?", "B?") == 0.0
+    assert dm.p_rel("Q?", PASSAGES) == [0.0] * len(PASSAGES)

@@ -165,6 +165,8 @@ class DecisionModel:
         return self.calibration.backends.get(kind, "llm")
 
     def _llm(self, kind: DecisionKind, **variables: str) -> float:
+        if self.backend(kind) == "off":
+            return 0.0
         raw = self.gateway.p_yes(load_prompt(f"dm_{kind}").format_messages(**variables))
         return self.calibration.scale(kind, logit(raw))
 
@@ -172,7 +174,7 @@ class DecisionModel:
         """Relevance of every passage to the (sub-)question, scored as one batch.
         Empty passages get 0 without a model call."""
         scored = [p for p in passages if p.get("text", "").strip()]
-        if not scored:
+        if not scored or self.backend("rel") == "off":
             return [0.0] * len(passages)
         if self.backend("rel") == "score":
             values = iter(
@@ -187,8 +189,6 @@ class DecisionModel:
         return [next(values) if p.get("text", "").strip() else 0.0 for p in passages]
 
     def p_direct(self, question: str, passages: Sequence[dict[str, Any]]) -> float:
-        if self.backend("direct") == "off":
-            return 0.0
         return self._llm("direct", question=question, passages=format_passages(passages))
 
     def p_shallow(self, question: str) -> float:
