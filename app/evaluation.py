@@ -151,17 +151,9 @@ def _judge_gateway(settings: Settings, reader: LLMGateway) -> tuple[LLMGateway |
     if settings.judge in ("", "reader"):
         return reader, f"{reader.model_name} (same model as the reader)"
     if settings.judge.startswith("http"):
-        judge = Settings(
-            **{
-                **asdict(settings),
-                "llm_base_url": settings.judge,
-                "llm_model": settings.judge_model,
-            }
-        )
+        judge = settings.with_overrides(llm_base_url=settings.judge, llm_model=settings.judge_model)
         return LLMGateway(judge), f"{settings.judge_model or 'default'} at {settings.judge}"
-    judge = Settings(
-        **{**asdict(settings), "model": settings.judge, "llm_base_url": "", "llm_model": ""}
-    )
+    judge = settings.with_overrides(model=settings.judge, llm_base_url="", llm_model="")
     return LLMGateway(judge), f"{settings.judge} (embedded)"
 
 
