@@ -9,7 +9,8 @@ passed to graphs at run time (``context=settings``) and to resource builders.
 from __future__ import annotations
 
 import os
-from dataclasses import MISSING, dataclass, field, fields, replace
+from copy import copy as dataclass_copy
+from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal, get_type_hints
 
@@ -160,6 +161,10 @@ class Settings:
     )
 
     def __post_init__(self) -> None:
+        self._apply_env()
+        self._validate()
+
+    def _apply_env(self) -> None:
         hints = get_type_hints(type(self))
         for f in fields(self):
             raw = os.environ.get(_env_name(f.name))
@@ -171,6 +176,8 @@ class Settings:
             setattr(self, f.name, _coerce(raw, kind, f.name))
         if self.llm_api_key == "not-needed" and os.environ.get("OPENAI_API_KEY"):
             self.llm_api_key = os.environ["OPENAI_API_KEY"]
+
+    def _validate(self) -> None:
         if self.retrieval not in ("dense", "bm25", "fused"):
             raise UserError(
                 f"unknown retrieval mode {self.retrieval!r}",
@@ -191,8 +198,19 @@ class Settings:
         return cls()
 
     def with_overrides(self, **changes: Any) -> Settings:
-        """A copy with the given non-None values replaced (CLI flags win over env)."""
-        return replace(self, **{k: v for k, v in changes.items() if v is not None})
+        """A copy with the given non-None values replaced (CLI flags win over env).
+
+        The environment is not read again: a value set here, even a field's default
+        (say ``llm_base_url=""`` for an embedded judge), is what the copy holds."""
+        unknown = set(changes) - {f.name for f in fields(self)}
+        if unknown:
+            raise TypeError(f"unknown settings: {sorted(unknown)}")
+        copy = dataclass_copy(self)
+        for name, value in changes.items():
+            if value is not None:
+                setattr(copy, name, value)
+        copy._validate()
+        return copy
 
     @property
     def models_dir(self) -> Path:

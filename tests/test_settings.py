@@ -1,0 +1,41 @@
+"""Settings: environment fallbacks, and overrides that stick."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.errors import UserError
+from app.settings import Settings
+
+
+def test_environment_fills_fields_left_at_their_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOPRAG_W", "7")
+    monkeypatch.setenv("HOPRAG_QA_CACHE", "off")
+    settings = Settings(max_steps=3)
+    assert (settings.w, settings.qa_cache, settings.max_steps) == (7, False, 3)
+    assert Settings(w=12).w == 12  # an explicit value beats the environment
+
+
+def test_override_to_a_default_value_is_not_refilled_from_env(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The embedded judge clears llm_base_url; the reader's endpoint must not leak back.
+    monkeypatch.setenv("HOPRAG_LLM_BASE_URL", "http://127.0.0.1:9/v1")
+    reader = Settings()
+    assert reader.llm_base_url == "http://127.0.0.1:9/v1"
+    judge = reader.with_overrides(llm_base_url="", model="qwen2.5-coder-0.5b", tau_rel=None)
+    assert judge.llm_base_url == ""
+    assert judge.model == "qwen2.5-coder-0.5b"
+    assert judge.tau_rel == reader.tau_rel  # None means "leave as is"
+    assert reader.llm_base_url == "http://127.0.0.1:9/v1"  # the original is untouched
+
+
+def test_bad_values_are_user_errors(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOPRAG_W", "ten")
+    with pytest.raises(UserError, match="HOPRAG_W"):
+        Settings()
+    monkeypatch.delenv("HOPRAG_W")
+    with pytest.raises(UserError, match="retrieval"):
+        Settings().with_overrides(retrieval="magic")
+    with pytest.raises(TypeError, match="unknown settings"):
+        Settings().with_overrides(colour="blue")
