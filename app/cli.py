@@ -408,6 +408,61 @@ def cache_clear(
     cache.close()
 
 
+dm_app = typer.Typer(help="The trained decision model (DM).", no_args_is_help=True)
+app.add_typer(dm_app, name="dm")
+DataDirOpt = Annotated[
+    Path,
+    typer.Option("--data", help="Benchmark folder with musique/, 2wikimultihopqa/, hotpotqa/."),
+]
+
+
+@dm_app.command("data")
+def dm_data(
+    data: DataDirOpt = Path("../shared/data"),
+    out: Annotated[Path, typer.Option("--out", help="Where the JSONL files go.")] = Path("dm_data"),
+) -> None:
+    """Labelled DM examples from gold annotations: train/calib from `train`, dev from `dev`.
+
+    Needs the benchmark indexes (named musique, 2wikimultihopqa, hotpotqa) for the hard
+    negatives and the `direct` labels."""
+    from app import dm_data as builder
+
+    for bench in builder.BENCHMARKS:
+        if not (data / bench / "questions.json").is_file():
+            raise UserError(
+                f"no {bench}/questions.json under {data}",
+                hint="point --data at the benchmark folder (see ../shared/data/README.md)",
+            )
+    counts = builder.build(data, Settings(), out)
+    typer.echo(json.dumps(counts, indent=2))
+    typer.echo(f"wrote {out}/train.jsonl, calib.jsonl, dev.jsonl and counts.json")
+
+
+@dm_app.command("train")
+def dm_train(
+    data: Annotated[
+        Path, typer.Option("--data", help="Folder written by `hoprag dm data`.")
+    ] = Path("dm_data"),
+) -> None:
+    """LoRA-train the MiniLM cross-encoder DM, calibrate it per kind, save it in app/data/dm."""
+    from app import dm_train as trainer
+    from app.dm_data import passage_text
+    from app.store import CorpusIndex
+
+    for name in ("train.jsonl", "calib.jsonl"):
+        if not (data / name).is_file():
+            raise UserError(f"no {name} in {data}", hint="run `hoprag dm data` first")
+    settings, indexes = Settings(), {}
+
+    def passages(benchmark: str, ids: list[int]) -> list[str]:
+        if benchmark not in indexes:
+            indexes[benchmark] = CorpusIndex.open(settings, benchmark)
+        return [passage_text(r) for r in indexes[benchmark].passages(ids)]
+
+    meta = trainer.train(data, passages=passages)
+    typer.echo(json.dumps(meta, indent=2))
+
+
 def _one_line_warning(message: Warning | str, *args: Any, **kwargs: Any) -> None:
     typer.echo(f"warning: {message}", err=True)
 

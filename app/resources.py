@@ -9,6 +9,7 @@ from app.llm import LLMGateway
 from app.settings import Settings
 from app.store import CorpusIndex
 from tools.decision import DecisionModel
+from tools.examples import ExampleBank
 from tools.qa_cache import QACache
 from tools.retriever import Retriever
 
@@ -21,6 +22,7 @@ class Resources:
     retriever: Retriever
     dm: DecisionModel
     qa_cache: QACache
+    examples: ExampleBank
 
     @classmethod
     def open(cls, settings: Settings, index_name: str) -> Resources:
@@ -40,6 +42,7 @@ class Resources:
             Retriever(index, embedder, settings.retrieval),
             DecisionModel(gateway, embedder, index=index),
             cache,
+            ExampleBank(embedder),
         )
 
     def close(self) -> None:

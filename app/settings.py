@@ -32,6 +32,13 @@ ITERATIVE_ROUNDS = 4
 ITERATIVE_K = 4
 ITERATIVE_MAX_PASSAGES = 15
 
+# Sub-question writer: worked examples shown (nearest training decompositions), the cap
+# on its output, and how much of the question's content words a sub-question may repeat
+# before it counts as the whole question again.
+WRITER_EXAMPLES = 3
+SUB_QUESTION_TOKENS = 48
+MAX_QUESTION_COVERAGE = 0.8
+
 # QA cache: how many similar cached sub-questions go to DM_same, and the cosine below which
 # a cached sub-question is not even worth that call.
 CACHE_CANDIDATES = 5

@@ -139,7 +139,9 @@ def evaluations() -> str:
         "run is still partial. Judge: the same 1.5B model as the reader (no second model "
         "is configured), so `judged` is noisy; `contain` needs no model. Seconds are wall "
         "time on the 2-core machine, which at times also ran other jobs (tests, calibration), "
-        "so they are upper bounds. A fresh `deft` run starts with a cold QA cache.",
+        "so they are upper bounds; runs made after 16:00 UTC on 2026-11-29 ran two at a time "
+        "with one llama.cpp thread each (`HOPRAG_LLM_THREADS=1`), so their seconds are "
+        "roughly twice a solo run's. A fresh `deft` run starts with a cold QA cache.",
         "",
     ]
     for bench, summaries in by_bench.items():
@@ -174,8 +176,71 @@ def evaluations() -> str:
                         else "-"
                     )
                 lines.append(f"| {s['config']['system']} | " + " | ".join(cells) + " |")
+        lines += _paired_tests(bench, {s["config"]["system"] for s in summaries})
         lines.append("")
     return "\n".join(lines)
+
+
+def _paired_tests(bench: str, systems: set[str]) -> list[str]:
+    """McNemar's exact test of deft against the baselines, on the questions both answered."""
+    from app.report import compare_runs
+
+    pairs = [(b, "deft") for b in ("vanilla", "iterative") if {b, "deft"} <= systems]
+    if not pairs:
+        return []
+    lines = [
+        "",
+        "Paired: deft against a baseline on the questions both answered (McNemar exact p).",
+        "",
+        "| pair | shared | EM a / b | p (EM) | judged a / b | p (judged) |",
+        "| --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for base, system in pairs:
+        result = compare_runs(
+            RESULTS / "eval" / f"{bench}-{base}", RESULTS / "eval" / f"{bench}-{system}"
+        )
+        rows = {r["metric"]: r for r in result["rows"]}
+        em, judged = rows.get("em", {}), rows.get("judged", {})
+        lines.append(
+            f"| {base} vs {system} | {result['shared']} | "
+            f"{em.get('a', '-')} / {em.get('b', '-')} | "
+            f"{em.get('mcnemar_p', '-')} | {judged.get('a', '-')} / {judged.get('b', '-')} | "
+            f"{judged.get('mcnemar_p', '-')} |"
+        )
+    return lines
+
+
+def sub_question_recall() -> str:
+    r = _load("sub_question_recall")
+    if not r:
+        return ""
+    lines = [
+        "## Sub-question writer: does the first sub-question find the first hop?",
+        "",
+        _header(r),
+        "",
+        "Dev questions with a gold decomposition. `empty`: the writer's sub-question was "
+        "rejected twice (it restated the whole question), so DeFT goes straight to its "
+        "fallback. Hit@10: a first-hop gold passage among the top 10 fused passages.",
+        "",
+        "| writer prompt | benchmark | n | empty | hit@10 sub-question | hit@10 whole question |",
+        "| --- | --- | ---: | ---: | ---: | ---: |",
+    ]
+    for variant, by_bench in r.get("variants", {}).items():
+        for bench, v in by_bench.items():
+            lines.append(
+                f"| {variant} | {bench} | {v['n']} | {v['empty']:.3f} | "
+                f"{v['hit@10_sub_question']:.3f} | {v['hit@10_question']:.3f} |"
+            )
+    lines += [
+        "",
+        "Both prompts show the three most similar *training* questions with their gold "
+        "decompositions (`app/data/sub_question_examples.json`, built by "
+        "`python -m app.traindata`). The earlier prompt, with two fixed examples, produced "
+        "no acceptable first sub-question for 45 of the first 60 MuSiQue dev questions "
+        "(traces of the archived run `bench/results/archive/musique-deft-static-writer`).",
+    ]
+    return "\n".join(lines) + "\n"
 
 
 def dm_calibration() -> str:
@@ -215,6 +280,7 @@ def main() -> None:
         retrieval_recall(),
         gateway_speed(),
         dm_calibration(),
+        sub_question_recall(),
         evaluations(),
     ]
     print("\n".join(s for s in sections if s).rstrip())

@@ -72,7 +72,10 @@ def build_deft(resources: Resources, checkpointer: Any = None) -> CompiledStateG
     )
     builder.add_node("check_direct_answer", partial(check_direct_answer, dm=dm))
     builder.add_node("answer_directly", partial(answer_directly, dm=dm, gateway=gateway))
-    builder.add_node("write_sub_question", partial(write_sub_question, gateway=gateway))
+    builder.add_node(
+        "write_sub_question",
+        partial(write_sub_question, gateway=gateway, examples=resources.examples),
+    )
     builder.add_node("guard_self_contained", partial(guard_self_contained, gateway=gateway))
     builder.add_node("lookup_qa_cache", partial(lookup_qa_cache, cache=cache, dm=dm))
     builder.add_node(

@@ -7,8 +7,9 @@ import re
 from typing import Any
 
 from app.llm import LLMGateway
+from app.settings import SUB_QUESTION_TOKENS
 from graph.state import DeftState
-from nodes.sub_question import SUB_QUESTION_TOKENS, clean_sub_question
+from nodes.sub_question import clean_sub_question
 from prompts import format_qa_table, load_prompt
 
 _PRONOUN = r"\b(he|she|it|they|him|her|his|hers|its|their|theirs|them)\b"

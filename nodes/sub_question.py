@@ -12,15 +12,16 @@ import re
 from typing import Any
 
 from langchain_core.messages import AIMessage, HumanMessage
+from spacy.lang.en.stop_words import STOP_WORDS
 
 from app.llm import LLMGateway
+from app.settings import MAX_QUESTION_COVERAGE, SUB_QUESTION_TOKENS, WRITER_EXAMPLES
 from graph.state import DeftState
-from prompts import format_qa_table, load_prompt
+from prompts import load_prompt
+from tools.examples import ExampleBank, render_steps
 from tools.qa_cache import normalise_question
 
-SUB_QUESTION_TOKENS = 48
-# A sub-question sharing this much of its words with the question is the question again.
-MAX_OVERLAP_WITH_QUESTION = 0.6
+_POSSESSIVE = re.compile(r"['\u2019]s\b")
 _LEAD = re.compile(r"^(next question|question|sub-question|q\d*)\s*[:.)-]\s*", re.IGNORECASE)
 
 
@@ -33,14 +34,24 @@ def clean_sub_question(text: str) -> str:
     return ""
 
 
-def _words(text: str) -> set[str]:
-    return set(normalise_question(text).split())
+def render_forbidden(unanswerable: list[str]) -> str:
+    if not unanswerable:
+        return ""
+    listed = "\n".join(f"- {q}" for q in unanswerable)
+    return f"These simple questions found no answer; do not ask them again:\n{listed}\n\n"
 
 
-def overlap(first: str, second: str) -> float:
-    """Jaccard overlap of the normalised word sets."""
-    a, b = _words(first), _words(second)
-    return len(a & b) / len(a | b) if a and b else 0.0
+def content_words(text: str) -> set[str]:
+    """Normalised words without stop words or possessive 's ("Berg's" is "Berg")."""
+    return set(normalise_question(_POSSESSIVE.sub("", text)).split()) - STOP_WORDS
+
+
+def question_coverage(sub_question: str, question: str) -> float:
+    """Share of the question's content words that the sub-question repeats. "Who is the
+    father of X?" covers half of "Who is the paternal grandfather of X?" and is a fine
+    first step; a rewording of the whole question covers nearly all of it."""
+    wanted = content_words(question)
+    return len(content_words(sub_question) & wanted) / len(wanted) if wanted else 0.0
 
 
 def rejection(sub_question: str, state: DeftState) -> str:
@@ -48,7 +59,7 @@ def rejection(sub_question: str, state: DeftState) -> str:
     is no sub-question; neither is one asked before (answered or not)."""
     if not sub_question:
         return "That is not a question. Write the next question."
-    if overlap(sub_question, state["question"]) >= MAX_OVERLAP_WITH_QUESTION:
+    if question_coverage(sub_question, state["question"]) >= MAX_QUESTION_COVERAGE:
         return "That repeats the whole question. Ask for one single fact that helps answer it."
     earlier = [row["sub_question"] for row in state.get("qa_table") or []]
     earlier += state.get("unanswerable") or []
@@ -57,11 +68,15 @@ def rejection(sub_question: str, state: DeftState) -> str:
     return ""
 
 
-def write_sub_question(state: DeftState, *, gateway: LLMGateway) -> dict[str, Any]:
+def write_sub_question(
+    state: DeftState, *, gateway: LLMGateway, examples: ExampleBank
+) -> dict[str, Any]:
+    table = state.get("qa_table") or []
     messages = load_prompt("write_sub_question").format_messages(
+        examples=examples.render(state["question"], WRITER_EXAMPLES),
         question=state["question"],
-        qa_table=format_qa_table(state.get("qa_table") or []),
-        forbidden="\n".join(f"- {q}" for q in state.get("unanswerable") or []) or "(none)",
+        known=render_steps([(row["sub_question"], row["answer"]) for row in table]),
+        forbidden=render_forbidden(state.get("unanswerable") or []),
     )
     sub_question = clean_sub_question(gateway.invoke(messages, max_tokens=SUB_QUESTION_TOKENS))
     reason = rejection(sub_question, state)

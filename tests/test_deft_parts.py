@@ -188,6 +188,12 @@ def test_sub_question_rejections() -> None:
     assert "already asked" in rejection("When was Reggie White born?", state)
     assert rejection("", state)
     assert rejection("Which team did Reggie White play for?", state) == ""
+    # A first step may share much of the question's wording and still be one hop.
+    grandfather = {"question": "Who is the paternal grandfather of Fakhr al-Dawla?"}
+    assert rejection("Who is the father of Fakhr al-Dawla?", grandfather) == ""
+    assert "whole question" in rejection(
+        "Who was Fakhr al-Dawla's paternal grandfather?", grandfather
+    )
 
 
 def test_a_switched_off_decision_says_no_without_any_model() -> None:

@@ -1,0 +1,329 @@
+"""Labelled examples for the trained decision model, from gold annotations only.
+
+Every example records how its label was made (`how`), so that a reader of the data can
+check it. Sources: the `train` split of the three benchmarks plus `extra_train/` (for the
+training and calibration sets), and the `dev` split (for evaluation only).
+
+kind    text_a / text_b                          label (how)
+rel     (sub-)question / "title: passage"        1 for its gold passage (gold-passage,
+                                                 gold-step), 0 for retrieved non-gold
+                                                 passages (retrieved-negative) and for the
+                                                 other steps' gold passages (other-step)
+suff    question / QA table (a prefix of the     1 only for the whole chain (gold-chain),
+        gold chain)                              0 for a strict prefix (chain-prefix)
+same    sub-question / sub-question              1 for two phrasings of one relation step
+                                                 (template-paraphrase), 0 for the same
+                                                 subject with another relation or the same
+                                                 relation of another subject (near-miss)
+depth   question / ""                            1 when gold needs at most 2 hops (gold-hops)
+direct  question / its top-w passage ids         1 when all gold passages are among them
+                                                 (gold-in-top-w); scored from `rel`
+
+Questions are split into train and calibration sets by a hash of their id, so a question
+never feeds both.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from app.traindata import musique_chain, phrase_relation, wiki2_chain
+
+CALIBRATION_SHARE = 0.15  # of training questions, held apart to fit the temperatures
+NEGATIVES_PER_QUERY = 3
+SAME_NEAR_MISSES = 2
+
+
+@dataclass
+class DMExample:
+    kind: str
+    text_a: str
+    text_b: str
+    label: int
+    how: str
+    source: str
+    question_id: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Item:
+    """One benchmark question, normalised for example building."""
+
+    id: str
+    benchmark: str
+    question: str
+    gold_ids: list[int]
+    hops: int
+    steps: list[tuple[str, str, int | None]]  # sub-question, answer, gold passage id
+    triples: list[tuple[str, str, str]]
+
+
+def _hops(benchmark: str, q: dict[str, Any]) -> int:
+    if "hops" in q:
+        return int(q["hops"])
+    if q.get("type") == "bridge_comparison":
+        return 4
+    return 2
+
+
+def _steps(benchmark: str, q: dict[str, Any]) -> list[tuple[str, str, int | None]]:
+    if benchmark == "musique" and q.get("question_decomposition"):
+        chain = musique_chain(q, benchmark)
+        if chain is None:
+            return []
+        context = q.get("context_corpus_idx") or []
+        ids = [
+            context[s["paragraph_support_idx"]]
+            if s.get("paragraph_support_idx") is not None and context
+            else None
+            for s in q["question_decomposition"]
+        ]
+        return [(sq, a, pid) for (sq, a), pid in zip(chain.steps, ids, strict=True)]
+    if benchmark == "2wikimultihopqa" and q.get("evidences"):
+        chain = wiki2_chain(q, benchmark)
+        if chain is None:
+            return []
+        by_title = {
+            t.lower(): i for t, i in zip(q["gold_titles"], q["gold_corpus_idx"], strict=True)
+        }
+        return [
+            (sq, a, by_title.get(s.lower()))
+            for (sq, a), (s, _, _) in zip(chain.steps, q["evidences"], strict=True)
+        ]
+    return []
+
+
+def load_items(data_dir: Path, benchmark: str, split: str) -> list[Item]:
+    items = json.loads((data_dir / benchmark / "questions.json").read_text())
+    return [
+        Item(
+            id=q["id"],
+            benchmark=benchmark,
+            question=q["question"],
+            gold_ids=list(q["gold_corpus_idx"]),
+            hops=_hops(benchmark, q),
+            steps=_steps(benchmark, q),
+            triples=[tuple(t) for t in q.get("evidences") or []],
+        )
+        for q in items
+        if q.get("split") == split
+    ]
+
+
+def _stable_int(text: str) -> int:
+    """A hash that is the same in every process (Python's `hash` of a str is not)."""
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
+
+
+def is_calibration(question_id: str) -> bool:
+    return _stable_int(question_id) % 1000 < CALIBRATION_SHARE * 1000
+
+
+def passage_text(record: Any) -> str:
+    return f"{record.title}: {record.text}"
+
+
+def rel_examples(item: Item, retriever: Any, index: Any, w: int) -> Iterator[DMExample]:
+    """Question-level and step-level relevance pairs, with retrieved hard negatives."""
+    gold = set(item.gold_ids)
+    texts = {r.id: passage_text(r) for r in index.passages(item.gold_ids)}
+    queries: list[tuple[str, set[int], str]] = [(item.question, gold, "gold-passage")]
+    queries += [(sq, {pid}, "gold-step") for sq, _, pid in item.steps if pid is not None]
+    for query, positives, how in queries:
+        for pid in positives:
+            yield DMExample("rel", query, texts[pid], 1, how, item.benchmark, item.id)
+        if how == "gold-step":  # the chain's other passages: related, but not for this step
+            for pid in sorted(gold - positives)[:1]:
+                yield DMExample("rel", query, texts[pid], 0, "other-step", item.benchmark, item.id)
+        negatives = [p for p in retriever.retrieve(query, w) if p.id not in gold]
+        for p in negatives[:NEGATIVES_PER_QUERY]:
+            yield DMExample(
+                "rel", query, passage_text(p), 0, "retrieved-negative", item.benchmark, item.id
+            )
+
+
+def format_table(steps: list[tuple[str, str, Any]]) -> str:
+    """The QA table as the suff decision sees it (same shape as `prompts.format_qa_table`)."""
+    return "\n".join(f"- {q} {a}" for q, a, _ in steps)
+
+
+def suff_examples(item: Item) -> Iterator[DMExample]:
+    n = len(item.steps)
+    for k in range(1, n + 1):
+        label, how = (1, "gold-chain") if k == n else (0, "chain-prefix")
+        yield DMExample(
+            "suff", item.question, format_table(item.steps[:k]), label, how, item.benchmark, item.id
+        )
+
+
+def depth_example(item: Item) -> DMExample:
+    return DMExample(
+        "depth", item.question, "", int(item.hops <= 2), "gold-hops", item.benchmark, item.id
+    )
+
+
+_TEMPLATE_FREE = re.compile(r"\s+")
+
+
+def same_examples(item: Item, relations: list[str]) -> Iterator[DMExample]:
+    """Paraphrase pairs from relation steps: the phrasing template against the plain
+    "What is the R of S?" form; near misses change the relation or the subject."""
+    subjects = [s for s, _, _ in item.triples]
+    for i, (subject, relation, _) in enumerate(item.triples):
+        specific = phrase_relation(subject, relation)
+        plain = f"What is the {relation} of {subject}?"
+        if _TEMPLATE_FREE.sub(" ", specific.lower()) == plain.lower():
+            plain = f"What is {subject}'s {relation}?"
+        yield DMExample("same", specific, plain, 1, "template-paraphrase", item.benchmark, item.id)
+        others = [r for r in relations if r != relation]
+        for j in range(SAME_NEAR_MISSES):
+            other = others[(_stable_int(item.id) + i + j) % len(others)]
+            yield DMExample(
+                "same",
+                specific,
+                phrase_relation(subject, other),
+                0,
+                "near-miss-relation",
+                item.benchmark,
+                item.id,
+            )
+        other_subjects = [s for s in subjects if s.lower() != subject.lower()]
+        if other_subjects:
+            yield DMExample(
+                "same",
+                specific,
+                phrase_relation(other_subjects[0], relation),
+                0,
+                "near-miss-subject",
+                item.benchmark,
+                item.id,
+            )
+
+
+def direct_example(item: Item, retriever: Any, w: int) -> DMExample:
+    top = [p.id for p in retriever.retrieve(item.question, w)]
+    label = int(set(item.gold_ids) <= set(top))
+    return DMExample(
+        "direct",
+        item.question,
+        "",
+        label,
+        "gold-in-top-w",
+        item.benchmark,
+        item.id,
+        extra={"passage_ids": top},
+    )
+
+
+def count(examples: list[DMExample]) -> dict[str, dict[str, int]]:
+    """Counts per kind and label, for the report."""
+    table: dict[str, Counter[str]] = {}
+    for e in examples:
+        table.setdefault(e.kind, Counter())[f"label={e.label}"] += 1
+    return {k: dict(sorted(v.items())) for k, v in sorted(table.items())}
+
+
+def write_jsonl(path: Path, examples: list[DMExample]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as out:
+        for e in examples:
+            out.write(json.dumps(asdict(e), ensure_ascii=False) + "\n")
+
+
+def read_jsonl(path: Path) -> list[DMExample]:
+    with path.open(encoding="utf-8") as lines:
+        return [DMExample(**json.loads(line)) for line in lines if line.strip()]
+
+
+def extra_musique_items(data_dir: Path) -> Iterator[tuple[Item, dict[int, str], set[int]]]:
+    """`extra_train/musique_train_hipporag100.json`: questions with their own 20 paragraphs
+    (supporting ones marked), so negatives come from those paragraphs, not an index."""
+    path = data_dir / "extra_train" / "musique_train_hipporag100.json"
+    if not path.is_file():
+        return
+    for q in json.loads(path.read_text()):
+        texts = {i: f"{p['title']}: {p['paragraph_text']}" for i, p in enumerate(q["paragraphs"])}
+        gold = {i for i, p in enumerate(q["paragraphs"]) if p.get("is_supporting")}
+        chain = musique_chain(q, "extra_train/musique")
+        steps = (
+            [
+                (sq, a, s.get("paragraph_support_idx"))
+                for (sq, a), s in zip(chain.steps, q["question_decomposition"], strict=True)
+            ]
+            if chain
+            else []
+        )
+        item = Item(
+            str(q["id"]),
+            "extra_train/musique",
+            q["question"],
+            sorted(gold),
+            2 + (len(steps) > 2) * (len(steps) - 2),
+            steps,
+            [],
+        )
+        yield item, texts, gold
+
+
+def extra_rel_examples(item: Item, texts: dict[int, str], gold: set[int]) -> Iterator[DMExample]:
+    queries = [(item.question, gold, "gold-passage")]
+    queries += [(sq, {pid}, "gold-step") for sq, _, pid in item.steps if pid is not None]
+    for query, positives, how in queries:
+        for pid in sorted(positives):
+            yield DMExample("rel", query, texts[pid], 1, how, item.benchmark, item.id)
+        negatives = [i for i in sorted(texts) if i not in gold]
+        for i in negatives[:NEGATIVES_PER_QUERY]:
+            yield DMExample("rel", query, texts[i], 0, "listed-distractor", item.benchmark, item.id)
+
+
+BENCHMARKS = ("musique", "2wikimultihopqa", "hotpotqa")
+
+
+def build(data_dir: Path, settings: Any, out_dir: Path) -> dict[str, Any]:
+    """Write train/calib/dev JSONL files of examples; returns the counts per file and kind.
+
+    Needs the three benchmark indexes (named after their benchmarks) for hard negatives
+    and for the `direct` labels, which depend on what retrieval returns."""
+    from tqdm import tqdm
+
+    from app.embeddings import Embedder
+    from app.store import CorpusIndex
+    from tools.retriever import Retriever
+
+    embedder = Embedder()
+    sets: dict[str, list[DMExample]] = {"train": [], "calib": [], "dev": []}
+    for split in ("train", "dev"):
+        for benchmark in BENCHMARKS:
+            index = CorpusIndex.open(settings, benchmark)
+            retriever = Retriever(index, embedder)
+            items = load_items(data_dir, benchmark, split)
+            relations = sorted({r for item in items for _, r, _ in item.triples})
+            for item in tqdm(items, desc=f"{benchmark}/{split}", unit="q"):
+                examples = [
+                    *rel_examples(item, retriever, index, settings.w),
+                    *suff_examples(item),
+                    depth_example(item),
+                    *(same_examples(item, relations) if relations else []),
+                    direct_example(item, retriever, settings.w),
+                ]
+                target = (
+                    "dev" if split == "dev" else ("calib" if is_calibration(item.id) else "train")
+                )
+                sets[target] += examples
+            index.close()
+    for item, texts, gold in extra_musique_items(data_dir):
+        target = "calib" if is_calibration(item.id) else "train"
+        sets[target] += [*extra_rel_examples(item, texts, gold), *suff_examples(item)]
+    for name, examples in sets.items():
+        write_jsonl(out_dir / f"{name}.jsonl", examples)
+    counts = {name: count(examples) for name, examples in sets.items()}
+    (out_dir / "counts.json").write_text(json.dumps(counts, indent=2) + "\n")
+    return counts

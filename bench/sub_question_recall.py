@@ -1,0 +1,94 @@
+"""Does the writer's first sub-question find the first hop? (the DeFT loop's entry point)
+
+    .venv/bin/python -m bench.sub_question_recall [--limit 30]
+
+On dev questions with a gold decomposition (MuSiQue `question_decomposition`, 2Wiki
+`evidences`), the first-hop gold passages are those of the steps that need no earlier
+answer. For each question the DeFT writer (`nodes.sub_question.write_sub_question`, with
+its worked examples) writes the first sub-question; we report how often it is rejected
+(empty), and Hit@10: a first-hop gold passage among the top 10 fused passages for the
+sub-question, next to the same for the whole question as the query.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+
+from tqdm import tqdm
+
+from app.resources import Resources
+from app.settings import Settings
+from bench.common import questions, save
+from nodes.sub_question import write_sub_question
+
+K = 10
+
+
+def first_hop_passages(bench: str, q: dict) -> set[int]:
+    if bench == "musique":
+        context = q["context_corpus_idx"]
+        return {
+            context[s["paragraph_support_idx"]]
+            for s in q["question_decomposition"]
+            if not re.search(r"#\d", s["question"])
+        }
+    triples = q["evidences"]
+    objects = {o.lower() for _, _, o in triples}
+    subjects = {s.lower() for s, _, _ in triples if s.lower() not in objects}
+    return {
+        idx
+        for idx, title in zip(q["gold_corpus_idx"], q["gold_titles"], strict=True)
+        if title.lower() in subjects
+    }
+
+
+def measure(bench: str, limit: int) -> dict:
+    items = [q for q in questions(bench) if q.get("question_decomposition") or q.get("evidences")]
+    items = items[:limit]
+    resources = Resources.open(Settings(), bench)
+    rows = []
+    try:
+        for q in tqdm(items, desc=bench, unit="q"):
+            gold = first_hop_passages(bench, q)
+            state = {"question": q["question"], "qa_table": [], "unanswerable": []}
+            sub = write_sub_question(state, gateway=resources.gateway, examples=resources.examples)
+            sub_question = sub["sub_question"]
+
+            def hit(query: str, gold: set[int] = gold) -> bool:
+                return bool(gold & {p.id for p in resources.retriever.retrieve(query, K)})
+
+            rows.append(
+                {
+                    "id": q["id"],
+                    "question": q["question"],
+                    "sub_question": sub_question,
+                    "hit_sub_question": bool(sub_question) and hit(sub_question),
+                    "hit_question": hit(q["question"]),
+                }
+            )
+    finally:
+        resources.close()
+    n = len(rows)
+    return {
+        "n": n,
+        "empty": round(sum(not r["sub_question"] for r in rows) / n, 3),
+        f"hit@{K}_sub_question": round(sum(r["hit_sub_question"] for r in rows) / n, 3),
+        f"hit@{K}_question": round(sum(r["hit_question"] for r in rows) / n, 3),
+        "rows": rows,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--limit", type=int, default=30)
+    parser.add_argument("--benchmarks", nargs="+", default=["musique", "2wikimultihopqa"])
+    args = parser.parse_args()
+    results = {bench: measure(bench, args.limit) for bench in args.benchmarks}
+    for bench, r in results.items():
+        print(bench, {k: v for k, v in r.items() if k != "rows"})
+    save("sub_question_recall", {"command": "python -m bench.sub_question_recall", **results})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,65 @@
+"""DM training data: labels follow the gold annotations, and the split is stable."""
+
+from __future__ import annotations
+
+from app.dm_data import (
+    DMExample,
+    Item,
+    count,
+    depth_example,
+    is_calibration,
+    same_examples,
+    suff_examples,
+)
+
+CHAIN = Item(
+    id="q1",
+    benchmark="2wikimultihopqa",
+    question="Where was the director of film Raise Your Voice born?",
+    gold_ids=[3, 4],
+    hops=2,
+    steps=[
+        ("Who directed Raise Your Voice?", "Sean McNamara", 3),
+        ("Where was Sean McNamara born?", "Burbank", 4),
+    ],
+    triples=[
+        ("Raise Your Voice", "director", "Sean McNamara"),
+        ("Sean McNamara", "place of birth", "Burbank"),
+    ],
+)
+
+
+def test_suff_is_yes_only_for_the_whole_chain() -> None:
+    rows = list(suff_examples(CHAIN))
+    assert [(r.label, r.how) for r in rows] == [(0, "chain-prefix"), (1, "gold-chain")]
+    assert rows[1].text_b.splitlines() == [
+        "- Who directed Raise Your Voice? Sean McNamara",
+        "- Where was Sean McNamara born? Burbank",
+    ]
+
+
+def test_same_pairs_paraphrases_and_near_misses() -> None:
+    rows = list(same_examples(CHAIN, ["director", "place of birth", "spouse", "father"]))
+    positives = [r for r in rows if r.label == 1]
+    assert ("Who directed Raise Your Voice?", "What is the director of Raise Your Voice?") in {
+        (r.text_a, r.text_b) for r in positives
+    }
+    misses = [r for r in rows if r.label == 0]
+    assert all(r.how.startswith("near-miss") for r in misses)
+    assert all(r.text_a != r.text_b for r in misses)
+    assert list(same_examples(CHAIN, ["director", "place of birth", "spouse", "father"])) == rows
+
+
+def test_depth_and_counts() -> None:
+    assert depth_example(CHAIN).label == 1
+    deep = Item("q2", "musique", "Q?", [1, 2, 3], 3, [], [])
+    assert depth_example(deep).label == 0
+    rows = [depth_example(CHAIN), depth_example(deep), DMExample("rel", "a", "b", 1, "x", "y")]
+    assert count(rows) == {"depth": {"label=0": 1, "label=1": 1}, "rel": {"label=1": 1}}
+
+
+def test_calibration_split_is_stable_and_about_fifteen_percent() -> None:
+    ids = [f"question-{i}" for i in range(2000)]
+    share = sum(map(is_calibration, ids)) / len(ids)
+    assert 0.12 < share < 0.18
+    assert [is_calibration(i) for i in ids[:50]] == [is_calibration(i) for i in ids[:50]]
