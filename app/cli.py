@@ -463,6 +463,75 @@ def dm_train(
     typer.echo(json.dumps(meta, indent=2))
 
 
+@dm_app.command("eval")
+def dm_eval(
+    data: Annotated[
+        Path, typer.Option("--data", help="Folder written by `hoprag dm data`.")
+    ] = Path("dm_data"),
+    out: Annotated[
+        Path, typer.Option("--out", help="Where dm_eval.json and the reliability PNGs go.")
+    ] = Path("bench/results/dm_eval"),
+    llm_per_kind: Annotated[
+        int, typer.Option(help="Dev examples per kind for the zero-shot chat-model backend.")
+    ] = 40,
+) -> None:
+    """AUC, accuracy, ECE and reliability diagrams on dev: trained DM vs zero-shot; the
+    trained DM then serves each kind where its AUC is at least the zero-shot one."""
+    from app import dm_eval as evaluation
+    from app.dm_data import passage_text, read_jsonl
+    from app.dm_train import DM_DIR
+    from app.embeddings import Embedder
+    from app.llm import LLMGateway
+    from app.store import CorpusIndex
+    from tools.decision import DecisionModel, TrainedDM
+
+    if not (data / "dev.jsonl").is_file():
+        raise UserError(f"no dev.jsonl in {data}", hint="run `hoprag dm data` first")
+    trained = TrainedDM.load(DM_DIR)
+    if trained is None:
+        raise UserError(f"no trained DM in {DM_DIR}", hint="run `hoprag dm train` first")
+    settings, indexes = Settings(), {}
+
+    def passages(benchmark: str, ids: list[int]) -> list[str]:
+        if benchmark not in indexes:
+            indexes[benchmark] = CorpusIndex.open(settings, benchmark)
+        return [passage_text(r) for r in indexes[benchmark].passages(ids)]
+
+    gateway = LLMGateway(settings)
+    try:
+        zero_shot = DecisionModel(gateway, Embedder())
+        thresholds = {
+            "rel": settings.tau_rel,
+            "direct": settings.tau_direct,
+            "depth": settings.tau_shallow,
+            "suff": settings.tau_suff,
+            "same": settings.tau_same,
+        }
+        report = evaluation.evaluate(
+            read_jsonl(data / "dev.jsonl"),
+            trained,
+            zero_shot,
+            passages,
+            out,
+            llm_per_kind,
+            thresholds,
+        )
+    finally:
+        gateway.close()
+    use_for = [
+        kind
+        for kind, r in report.items()
+        if isinstance(r, dict)
+        and "trained" in r
+        and (r["trained"]["auc"] or 0) >= (r["zero_shot"]["auc"] or 0.5)
+    ]
+    meta = json.loads((DM_DIR / "dm.json").read_text())
+    (DM_DIR / "dm.json").write_text(json.dumps({**meta, "use_for": use_for}, indent=2) + "\n")
+    report["use_for"] = use_for
+    (out / "dm_eval.json").write_text(json.dumps(report, indent=2) + "\n")
+    typer.echo(json.dumps(report, indent=2))
+
+
 def _one_line_warning(message: Warning | str, *args: Any, **kwargs: Any) -> None:
     typer.echo(f"warning: {message}", err=True)
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from app.dm_train import DM_DIR
 from app.embeddings import Embedder
 from app.llm import LLMGateway
 from app.settings import Settings
 from app.store import CorpusIndex
-from tools.decision import DecisionModel
+from tools.decision import DecisionModel, TrainedDM
 from tools.examples import ExampleBank
 from tools.qa_cache import QACache
 from tools.retriever import Retriever
@@ -40,7 +41,7 @@ class Resources:
             gateway,
             index,
             Retriever(index, embedder, settings.retrieval),
-            DecisionModel(gateway, embedder, index=index),
+            DecisionModel(gateway, embedder, index=index, trained=TrainedDM.load(DM_DIR)),
             cache,
             ExampleBank(embedder),
         )

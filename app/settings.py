@@ -36,6 +36,9 @@ ITERATIVE_MAX_PASSAGES = 15
 # on its output, and how much of the question's content words a sub-question may repeat
 # before it counts as the whole question again.
 WRITER_EXAMPLES = 3
+# Maximal marginal relevance when picking them: similarity to the question against
+# similarity to examples already picked, so that three near-copies are not shown.
+WRITER_EXAMPLE_RELEVANCE = 0.7
 SUB_QUESTION_TOKENS = 48
 MAX_QUESTION_COVERAGE = 0.8
 

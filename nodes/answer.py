@@ -9,6 +9,7 @@ from typing import Any
 from langchain_core.messages import AIMessage
 
 from app.llm import LLMGateway
+from app.metrics import normalize_answer
 from graph.state import DeftState, ReadState
 from prompts import format_passages, load_prompt
 
@@ -34,6 +35,16 @@ def is_unknown(answer: str) -> bool:
         or norm.startswith(UNKNOWN)
         or norm in {"none", "n/a", "not mentioned", "not stated", "no answer"}
     )
+
+
+def echoes_question(question: str, answer: str) -> bool:
+    """An answer that only repeats a name from its own question ("In which town is Brisk
+    Hollow?" -> "Brisk Hollow") adds nothing. Choice questions ("A or B?") are exempt:
+    there the answer is one of the names by design."""
+    norm_answer, norm_question = normalize_answer(answer), normalize_answer(question)
+    if not norm_answer or " or " in f" {norm_question} ":
+        return False
+    return f" {norm_answer} " in f" {norm_question} "
 
 
 def answered(answer: str) -> dict[str, Any]:

@@ -1,12 +1,13 @@
 """Rule update of the QA table (no model call): an answer extends the table and the cache;
-no answer marks the sub-question unanswerable."""
+no answer, or one that only repeats a name from the sub-question, marks the sub-question
+unanswerable."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from graph.state import DeftState, QARow
-from nodes.answer import is_unknown
+from nodes.answer import echoes_question, is_unknown
 from tools.qa_cache import QACache
 
 
@@ -24,7 +25,7 @@ def update_qa_table(state: DeftState, *, cache: QACache | None) -> dict[str, Any
         )
         return {"qa_table": [row]}
     answer = state.get("sub_answer") or ""
-    if is_unknown(answer):
+    if is_unknown(answer) or echoes_question(sub_question, answer):
         return {"unanswerable": [sub_question]}
     passage_ids = [p["id"] for p in state.get("kept") or []]
     if cache is not None:

@@ -21,8 +21,9 @@ from graph.deft import (
     route_after_sufficiency,
 )
 from graph.state import merge_passages
-from nodes.answer import is_unknown
+from nodes.answer import echoes_question, is_unknown
 from nodes.guard import has_back_reference
+from nodes.qa_table import update_qa_table
 from nodes.question import take_question
 from nodes.relevance import keep_relevant
 from nodes.sub_question import clean_sub_question, rejection
@@ -194,6 +195,16 @@ def test_sub_question_rejections() -> None:
     assert "whole question" in rejection(
         "Who was Fakhr al-Dawla's paternal grandfather?", grandfather
     )
+
+
+def test_an_answer_that_repeats_its_question_is_no_answer() -> None:
+    assert echoes_question("In which town is Brisk Hollow?", "Brisk Hollow")
+    assert not echoes_question("Which river flows through Brisk Hollow?", "Ulden River")
+    assert not echoes_question("Who was born first, Ann Lee or Bo Ray?", "Ann Lee")
+    state = {"sub_question": "In which town is Brisk Hollow?", "sub_answer": "Brisk Hollow."}
+    assert update_qa_table(state, cache=None) == {
+        "unanswerable": ["In which town is Brisk Hollow?"]
+    }
 
 
 def test_a_switched_off_decision_says_no_without_any_model() -> None:

@@ -5,12 +5,15 @@ one. (Quality is measured by `hoprag dm eval`, not here.)"""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from app import dm_train
 from app.dm_data import DMExample, write_jsonl
+from tools.decision import DecisionModel, TrainedDM
 
 PASSAGES = {
     1: "Raise Your Voice: Raise Your Voice is a 2004 film directed by Sean McNamara.",
@@ -50,12 +53,18 @@ def _examples() -> list[DMExample]:
     return rows
 
 
-def test_train_save_load_and_score(tmp_path: Path) -> None:
-    data = tmp_path / "data"
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
+    data = tmp_path_factory.mktemp("dm_data")
     write_jsonl(data / "train.jsonl", _examples())
     write_jsonl(data / "calib.jsonl", _examples())
-    out = tmp_path / "dm"
+    out = tmp_path_factory.mktemp("dm")
     meta = dm_train.train(data, out, passages=lambda _b, ids: [PASSAGES[i] for i in ids])
+    return out, meta
+
+
+def test_train_save_load_and_score(trained: tuple[Path, dict]) -> None:
+    out, meta = trained
     assert meta["version"] == dm_train.DM_VERSION
     assert set(meta["platt"]) == set(dm_train.CROSS_KINDS)
     assert len(meta["direct"]["weights"]) == dm_train.DIRECT_FEATURES + 1
@@ -69,3 +78,32 @@ def test_train_save_load_and_score(tmp_path: Path) -> None:
     assert logits.shape == (3,) and np.isfinite(logits).all()
     long_passage = "word " * 5000  # longer than the window: cut, not an error
     assert np.isfinite(loaded.logits([("rel", "Q?", long_passage)])).all()
+
+
+def test_the_decision_model_uses_the_trained_backend_where_listed(
+    trained: tuple[Path, dict], tmp_path: Path
+) -> None:
+    folder = tmp_path / "dm"
+    shutil.copytree(trained[0], folder)
+    meta = json.loads((folder / "dm.json").read_text())
+    (folder / "dm.json").write_text(json.dumps({**meta, "use_for": ["rel", "same", "direct"]}))
+    dm = DecisionModel(gateway=None, embedder=None, trained=TrainedDM.load(folder))  # type: ignore[arg-type]
+    assert [dm.backend(k) for k in ("rel", "same", "direct")] == ["trained"] * 3
+    passages = [{"id": i, "title": t.split(":")[0], "text": t} for i, t in PASSAGES.items()]
+    scores = dm.p_rel(
+        "Who directed Raise Your Voice?", [*passages, {"id": 9, "title": "E", "text": " "}]
+    )
+    assert len(scores) == 4 and all(0.0 <= p <= 1.0 for p in scores) and scores[3] == 0.0
+    assert 0.0 <= dm.p_same("Who directed X?", "Who is the director of X?") <= 1.0
+    assert 0.0 <= dm.p_direct("Who directed Raise Your Voice?", passages) <= 1.0
+
+
+def test_a_damaged_adapter_falls_back_with_a_warning_naming_it(
+    trained: tuple[Path, dict], tmp_path: Path
+) -> None:
+    folder = tmp_path / "dm"
+    shutil.copytree(trained[0], folder)
+    (folder / "adapter_model.safetensors").write_bytes(b"not a tensor file")
+    with pytest.warns(UserWarning, match=str(folder)):
+        assert TrainedDM.load(folder) is None
+    assert TrainedDM.load(tmp_path / "nothing-here") is None  # never trained: silent

@@ -12,7 +12,10 @@ Backends, chosen per decision kind:
   a Platt scaling fitted on training questions' gold passages. One batched embedding call
   scores all w passages in milliseconds, where the 1.5B chat model needs about 20 s.
 
-A trained DM (a later issue) drops in as another backend behind the same methods.
+* ``trained``: the fine-tuned MiniLM cross-encoder of `app/dm_train.py` (LoRA adapter and
+  calibration in ``app/data/dm/``), for the kinds its `dm.json` lists under ``use_for``
+  (set by measurement against the zero-shot backend). Without a trained DM, or with a
+  damaged one (a warning names the file), those kinds use their zero-shot backend.
 """
 
 from __future__ import annotations
@@ -146,6 +149,54 @@ class Calibration:
         return self.platt.get(kind, Platt())(x)
 
 
+# What the cross-encoder reads for each kind, from the zero-shot prompts' variables:
+# (text_a, text_b) exactly as `app/dm_data.py` built the training pairs.
+TRAINED_INPUTS = {
+    "depth": lambda v: (v["question"], ""),
+    "suff": lambda v: (v["question"], v["qa_table"]),
+    "same": lambda v: (v["first"], v["second"]),
+}
+
+
+class TrainedDM:
+    """The fine-tuned cross-encoder: loaded once, scores a batch in one forward pass."""
+
+    def __init__(self, folder: Path) -> None:
+        from app.dm_train import load_model
+
+        self.folder = folder
+        self.meta = json.loads((folder / "dm.json").read_text())
+        self.encoder = load_model(folder)
+        self.use_for = set(self.meta.get("use_for", []))
+
+    @classmethod
+    def load(cls, folder: Path) -> TrainedDM | None:
+        """None when no DM was trained; a warning naming the file when it is damaged."""
+        if not (folder / "dm.json").is_file():
+            return None
+        try:
+            return cls(folder)
+        except Exception as exc:  # a damaged adapter must not stop the graph
+            warnings.warn(
+                f"trained DM in {folder} cannot be loaded ({type(exc).__name__}: {exc}); "
+                "using the zero-shot backend",
+                stacklevel=2,
+            )
+            return None
+
+    def p(self, kind: str, pairs: Sequence[tuple[str, str]]) -> list[float]:
+        logits = self.encoder.logits([(kind, a, b) for a, b in pairs])
+        platt = Platt(**self.meta["platt"][kind])
+        return [platt(float(x)) for x in logits]
+
+    def p_direct(self, question: str, passages: Sequence[str]) -> float:
+        from app.dm_train import direct_features
+
+        features = direct_features(self.p("rel", [(question, t) for t in passages]))
+        *weights, bias = self.meta["direct"]["weights"]
+        return sigmoid(float(np.dot(weights, features)) + bias)
+
+
 class DecisionModel:
     """Calibrated p(yes) per decision kind; created once and shared by all graph runs."""
 
@@ -155,18 +206,25 @@ class DecisionModel:
         embedder: Embedder,
         calibration: Calibration | None = None,
         index: CorpusIndex | None = None,
+        trained: TrainedDM | None = None,
     ) -> None:
         self.gateway = gateway
         self.embedder = embedder
         self.index = index
         self.calibration = calibration or Calibration.load()
+        self.trained = trained
 
     def backend(self, kind: DecisionKind) -> str:
+        if self.trained is not None and kind in self.trained.use_for:
+            return "trained"
         return self.calibration.backends.get(kind, "llm")
 
     def _llm(self, kind: DecisionKind, **variables: str) -> float:
         if self.backend(kind) == "off":
             return 0.0
+        if self.backend(kind) == "trained" and self.trained is not None:
+            a, b = TRAINED_INPUTS[kind](variables)
+            return self.trained.p(kind, [(a, b)])[0]
         raw = self.gateway.p_yes(load_prompt(f"dm_{kind}").format_messages(**variables))
         return self.calibration.scale(kind, logit(raw))
 
@@ -176,7 +234,11 @@ class DecisionModel:
         scored = [p for p in passages if p.get("text", "").strip()]
         if not scored or self.backend("rel") == "off":
             return [0.0] * len(passages)
-        if self.backend("rel") == "score":
+        if self.backend("rel") == "trained" and self.trained is not None:
+            values = iter(
+                self.trained.p("rel", [(question, f"{p['title']}: {p['text']}") for p in scored])
+            )
+        elif self.backend("rel") == "score":
             values = iter(
                 self.calibration.scale("rel", s)
                 for s in rel_cosines(self.embedder, question, scored, self.index)
@@ -189,6 +251,8 @@ class DecisionModel:
         return [next(values) if p.get("text", "").strip() else 0.0 for p in passages]
 
     def p_direct(self, question: str, passages: Sequence[dict[str, Any]]) -> float:
+        if self.backend("direct") == "trained" and self.trained is not None:
+            return self.trained.p_direct(question, [f"{p['title']}: {p['text']}" for p in passages])
         return self._llm("direct", question=question, passages=format_passages(passages))
 
     def p_shallow(self, question: str) -> float:
@@ -202,6 +266,19 @@ class DecisionModel:
 
     def p_same(self, first: str, second: str) -> float:
         return self._llm("same", first=first, second=second)
+
+    def p_text(self, kind: DecisionKind, text_a: str, text_b: str) -> float:
+        """One judgement from the two texts a training example holds (`app/dm_data.py`):
+        for evaluating any backend on the same examples."""
+        if kind == "rel":
+            title, _, text = text_b.partition(": ")
+            return self.p_rel(text_a, [{"id": -1, "title": title, "text": text}])[0]
+        variables = {
+            "depth": {"question": text_a},
+            "suff": {"question": text_a, "qa_table": text_b},
+            "same": {"first": text_a, "second": text_b},
+        }[kind]
+        return self._llm(kind, **variables)
 
     def as_tool(self) -> BaseTool:
         """The DM's two-question judgement as a LangChain tool (for agents and Studio)."""

@@ -17,6 +17,7 @@ import numpy as np
 
 from app.embeddings import Embedder
 from app.errors import ServiceError
+from app.settings import WRITER_EXAMPLE_RELEVANCE
 from app.traindata import EXAMPLES_FILE
 
 
@@ -60,15 +61,23 @@ class ExampleBank:
         return self._vectors
 
     def select(self, question: str, k: int) -> list[WorkedExample]:
-        """The `k` most similar training questions with their gold chains; the most
-        similar comes last, next to the question it is an example for."""
+        """`k` similar training questions with their gold chains, picked by maximal
+        marginal relevance; the first pick (the most similar) comes last, next to the
+        question it is an example for."""
         if not self.questions or k <= 0:
             return []
         scores = self.vectors @ self.embedder.embed([question])[0]
-        return [
-            WorkedExample(self.questions[i], tuple(self.steps[i]))
-            for i in np.argsort(-scores)[:k][::-1]
-        ]
+        picked: list[int] = []
+        for _ in range(min(k, len(self.questions))):
+            redundancy = (
+                (self.vectors @ self.vectors[picked].T).max(axis=1)
+                if picked
+                else np.zeros_like(scores)
+            )
+            mmr = WRITER_EXAMPLE_RELEVANCE * scores - (1 - WRITER_EXAMPLE_RELEVANCE) * redundancy
+            mmr[picked] = -np.inf
+            picked.append(int(np.argmax(mmr)))
+        return [WorkedExample(self.questions[i], tuple(self.steps[i])) for i in picked[::-1]]
 
     def render(self, question: str, k: int) -> str:
         return "\n\n".join(e.render() for e in self.select(question, k))

@@ -1,0 +1,177 @@
+"""How good are the decision model's probabilities? AUC, accuracy at the threshold,
+expected calibration error (10 equal-width bins) and a reliability diagram per kind."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ECE_BINS = 10
+
+
+def auc(scores: Sequence[float], labels: Sequence[int]) -> float | None:
+    """Area under the ROC curve: P(a random positive outranks a random negative), ties
+    counting half (the Mann-Whitney statistic). None when one class is missing."""
+    s, y = np.asarray(scores, dtype=float), np.asarray(labels, dtype=int)
+    pos, neg = s[y == 1], s[y == 0]
+    if not len(pos) or not len(neg):
+        return None
+    greater = (pos[:, None] > neg[None, :]).sum()
+    ties = (pos[:, None] == neg[None, :]).sum()
+    return float((greater + 0.5 * ties) / (len(pos) * len(neg)))
+
+
+def reliability(
+    probabilities: Sequence[float], labels: Sequence[int], bins: int = ECE_BINS
+) -> list[tuple[float, float, int]]:
+    """(mean predicted p, observed rate of yes, count) per equal-width bin that holds data."""
+    p, y = np.asarray(probabilities, dtype=float), np.asarray(labels, dtype=float)
+    which = np.minimum((p * bins).astype(int), bins - 1)
+    return [
+        (float(p[which == b].mean()), float(y[which == b].mean()), int((which == b).sum()))
+        for b in range(bins)
+        if (which == b).any()
+    ]
+
+
+def ece(probabilities: Sequence[float], labels: Sequence[int], bins: int = ECE_BINS) -> float:
+    """Expected calibration error: the count-weighted gap between confidence and accuracy."""
+    table = reliability(probabilities, labels, bins)
+    total = sum(n for _, _, n in table)
+    return float(sum(n * abs(conf - rate) for conf, rate, n in table) / total) if total else 0.0
+
+
+def accuracy_at(probabilities: Sequence[float], labels: Sequence[int], threshold: float) -> float:
+    p, y = np.asarray(probabilities, dtype=float), np.asarray(labels, dtype=int)
+    return float(((p >= threshold).astype(int) == y).mean()) if len(y) else 0.0
+
+
+def kind_report(
+    probabilities: Sequence[float], labels: Sequence[int], threshold: float
+) -> dict[str, Any]:
+    return {
+        "n": len(labels),
+        "positives": int(sum(labels)),
+        "auc": auc(probabilities, labels),
+        "accuracy": accuracy_at(probabilities, labels, threshold),
+        "ece": ece(probabilities, labels),
+    }
+
+
+def reliability_diagram(
+    curves: dict[str, tuple[Sequence[float], Sequence[int]]], title: str, out: Path
+) -> Path:
+    """One PNG: the diagonal, and one reliability curve per backend."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(4.2, 4.2))
+    ax.plot([0, 1], [0, 1], color="grey", linestyle="--", linewidth=1, label="calibrated")
+    for name, (probabilities, labels) in curves.items():
+        table = reliability(probabilities, labels)
+        ax.plot([c for c, _, _ in table], [r for _, r, _ in table], marker="o", label=name)
+    ax.set(xlabel="predicted p(yes)", ylabel="observed rate of yes", title=title)
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.legend(loc="upper left", fontsize=8)
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out
+
+
+def evaluate(
+    dev: Sequence[Any],
+    trained: Any,
+    zero_shot: Any,
+    passages: Any,
+    out_dir: Path,
+    llm_per_kind: int,
+    thresholds: dict[str, float],
+) -> dict[str, Any]:
+    """Score dev examples with the trained DM (all of them) and the zero-shot backend (the
+    first `llm_per_kind` of each kind where it calls the chat model, which takes seconds
+    per call; all of them where it is cheap). Writes one reliability PNG per kind."""
+    import random
+    import time
+
+    from tqdm import tqdm
+
+    rng = random.Random(13)
+    report: dict[str, Any] = {}
+    for kind in ("rel", "direct", "depth", "suff", "same"):
+        rows = [e for e in dev if e.kind == kind]
+        if not rows:
+            continue
+        labels = [e.label for e in rows]
+        if kind == "direct":
+            trained_p = [
+                trained.p_direct(e.text_a, passages(e.source, e.extra["passage_ids"]))
+                for e in tqdm(rows, desc="trained direct", unit="ex")
+            ]
+        else:
+            trained_p = trained.p(kind, [(e.text_a, e.text_b) for e in rows])
+        backend = zero_shot.backend(kind)
+        sample = rows
+        if backend == "llm" and len(rows) > llm_per_kind:
+            sample = rng.sample(rows, llm_per_kind)
+        if backend == "off":
+            zero_p = [0.0] * len(sample)
+        elif kind == "direct":
+            zero_p = [
+                zero_shot.p_direct(
+                    e.text_a,
+                    [
+                        {"id": i, "title": t.partition(": ")[0], "text": t.partition(": ")[2]}
+                        for i, t in zip(
+                            e.extra["passage_ids"],
+                            passages(e.source, e.extra["passage_ids"]),
+                            strict=True,
+                        )
+                    ],
+                )
+                for e in tqdm(sample, desc=f"zero-shot {kind}", unit="ex")
+            ]
+        else:
+            zero_p = [
+                zero_shot.p_text(kind, e.text_a, e.text_b)
+                for e in tqdm(sample, desc=f"zero-shot {kind}", unit="ex")
+            ]
+        threshold = thresholds.get(kind, 0.5)
+        report[kind] = {
+            "trained": kind_report(trained_p, labels, threshold),
+            "zero_shot": {
+                "backend": backend,
+                **kind_report(zero_p, [e.label for e in sample], threshold),
+            },
+            "threshold": threshold,
+        }
+        reliability_diagram(
+            {
+                "trained DM": (trained_p, labels),
+                f"zero-shot ({backend})": (zero_p, [e.label for e in sample]),
+            },
+            kind,
+            out_dir / f"reliability_{kind}.png",
+        )
+    # Latency as the graph sees it: one question against 10 passages, one batch.
+    rel_rows = [e for e in dev if e.kind == "rel"]
+    timings = []
+    for start in range(0, min(len(rel_rows), 200) - 9, 10):
+        chunk = rel_rows[start : start + 10]
+        started = time.perf_counter()
+        trained.p("rel", [(chunk[0].text_a, e.text_b) for e in chunk])
+        timings.append((time.perf_counter() - started) * 1000)
+    report["rel_latency_ms"] = {
+        "passages": 10,
+        "batches": len(timings),
+        "median": float(np.median(timings)) if timings else None,
+        "p90": float(np.percentile(timings, 90)) if timings else None,
+    }
+    return report

@@ -1,0 +1,36 @@
+"""DM quality metrics against hand-computed cases."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from app.dm_eval import accuracy_at, auc, ece, reliability, reliability_diagram
+
+
+def test_auc_counts_ordered_pairs_and_half_ties() -> None:
+    # positives 0.9, 0.4; negatives 0.4, 0.1: pairs (0.9>0.4, 0.9>0.1, 0.4=0.4, 0.4>0.1)
+    assert auc([0.9, 0.4, 0.4, 0.1], [1, 1, 0, 0]) == pytest.approx(3.5 / 4)
+    assert auc([0.1, 0.9], [1, 0]) == 0.0
+    assert auc([0.3, 0.6], [1, 1]) is None
+
+
+def test_ece_and_reliability_bins() -> None:
+    # bin [0.2, 0.3): p 0.2, 0.2 with one yes -> |0.2 - 0.5| ; bin [0.9, 1]: p 0.9, 1 yes -> 0.1
+    probabilities, labels = [0.2, 0.2, 0.9], [1, 0, 1]
+    assert reliability(probabilities, labels) == [
+        (pytest.approx(0.2), 0.5, 2),
+        (pytest.approx(0.9), 1.0, 1),
+    ]
+    assert ece(probabilities, labels) == pytest.approx((2 * 0.3 + 1 * 0.1) / 3)
+    assert ece([1.0, 0.0], [1, 0]) == 0.0
+
+
+def test_accuracy_at_threshold() -> None:
+    assert accuracy_at([0.5, 0.49, 0.8], [1, 1, 0], 0.5) == pytest.approx(1 / 3)
+
+
+def test_reliability_diagram_is_a_png(tmp_path: Path) -> None:
+    out = reliability_diagram({"a": ([0.1, 0.8, 0.9], [0, 1, 1])}, "rel", tmp_path / "rel.png")
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
