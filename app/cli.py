@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 import warnings
 from pathlib import Path
@@ -182,6 +183,36 @@ def index_drop(
     if not yes and sys.stdin.isatty():
         typer.confirm(f"delete index {name!r}?", abort=True)
     typer.echo(f"deleted {drop_index(_settings(), name)}")
+
+
+graph_app = typer.Typer(help="The sentence graph of an index (ChainRAG).", no_args_is_help=True)
+app.add_typer(graph_app, name="graph")
+
+
+@graph_app.command("build")
+def graph_build(
+    index: Annotated[str, typer.Option("--index", "-i", help="Index name.")],
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
+) -> None:
+    """(Re)build an index's sentence graph; `hoprag index` builds it too."""
+    from app.embeddings import Embedder
+    from app.graph_build import build_sentence_graph, previous_vectors
+    from app.indexing import name_lock
+    from app.store import CorpusIndex
+
+    settings = _settings()
+    corpus = CorpusIndex.open(settings, index)
+    folder, manifest = corpus.path, corpus.manifest
+    corpus.close()
+    with name_lock(settings.indexes_dir, index):
+        report = build_sentence_graph(
+            folder, Embedder(), progress=not quiet, reuse=previous_vectors(folder)
+        )
+        manifest["graph_edges"] = report["edges"]
+        tmp = folder / ".manifest.json.tmp"
+        tmp.write_text(json.dumps(manifest, indent=2))
+        os.replace(tmp, folder / "manifest.json")
+    typer.echo(json.dumps(report, indent=2))
 
 
 def _print_step(node: str, update: Any) -> None:

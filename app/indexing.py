@@ -5,8 +5,8 @@ into place only when it is finished, so a crash never leaves a half-written inde
 expensive per-passage work (spaCy sentences + NER, MiniLM embeddings) is keyed by the
 passage's content hash and copied from the previous version of the index, so adding
 documents only analyses and embeds the new ones. The cheap corpus-wide parts (BM25
-statistics, the Chroma HNSW graph) are rebuilt, because their scores depend on the
-whole collection.
+statistics, the Chroma HNSW graph, the sentence graph's edges) are rebuilt, because
+they depend on the whole collection; sentence vectors are reused by sentence text.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from tqdm import tqdm
 from app.corpus import Passage, fingerprint, load_corpus
 from app.embeddings import Embedder
 from app.errors import UserError
+from app.graph_build import build_sentence_graph, previous_vectors
 from app.nlp import Analysis, SentenceNER
 from app.settings import SPACY_MODEL, Settings
 from app.store import (
@@ -57,6 +58,7 @@ class IndexReport:
     reused_passages: int = 0
     sentences: int = 0
     entities: int = 0
+    graph_edges: dict[str, int] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
 
 
@@ -66,7 +68,7 @@ def passage_text(title: str, text: str) -> str:
 
 
 @contextmanager
-def _name_lock(root: Path, name: str) -> Iterator[None]:
+def name_lock(root: Path, name: str) -> Iterator[None]:
     """One writer per index name across processes."""
     with (root / f".{name}.lock").open("w") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
@@ -193,7 +195,7 @@ def build_index(
     root.mkdir(parents=True, exist_ok=True)
     dest = root / name
     timings: dict[str, float] = {}
-    with _name_lock(root, name):
+    with name_lock(root, name):
         old = _previous(dest)
         if old is not None and old.manifest.get("fingerprint") == fp:
             old.close()
@@ -247,6 +249,12 @@ def build_index(
             t0 = time.perf_counter()
             build_bm25([passage_text(p.title, p.text) for p in passages], tmp / "bm25")
             timings["bm25"] = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            embedder = embedder or Embedder()
+            graph = build_sentence_graph(
+                tmp, embedder, progress=progress, reuse=previous_vectors(dest)
+            )
+            timings["graph"] = time.perf_counter() - t0
             report = IndexReport(
                 name,
                 str(dest),
@@ -256,6 +264,7 @@ def build_index(
                 reused_passages=len(passages) - len(todo),
                 sentences=n_sentences,
                 entities=n_entities,
+                graph_edges=graph["edges"],
                 seconds={k: round(v, 2) for k, v in timings.items()},
             )
             manifest: dict[str, Any] = {

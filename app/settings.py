@@ -42,6 +42,19 @@ WRITER_EXAMPLE_RELEVANCE = 0.7
 SUB_QUESTION_TOKENS = 48
 MAX_QUESTION_COVERAGE = 0.8
 
+# Sentence graph (ChainRAG, SPEC section 3): share of entities that are key entities,
+# entities in more sentences than this are hubs that link nothing, semantic neighbours
+# per sentence (mutual pairs kept), adjacency window within a passage.
+GRAPH_KEY_ENTITY_SHARE = 0.6
+ENTITY_MAX_SENTENCES = 100
+GRAPH_SEMANTIC_NEIGHBOURS = 10
+GRAPH_ADJACENT_WINDOW = 3
+# Graph expansion: seed sentences, cosine candidates reranked for them, hops, word cap.
+GRAPH_SEEDS = 3
+GRAPH_SEED_CANDIDATES = 20
+GRAPH_MAX_HOPS = 3
+GRAPH_MAX_WORDS = 3000
+
 # QA cache: how many similar cached sub-questions go to DM_same, and the cosine below which
 # a cached sub-question is not even worth that call.
 CACHE_CANDIDATES = 5

@@ -77,6 +77,15 @@ class PassageRecord:
     text: str
 
 
+@dataclass(frozen=True)
+class SentenceRecord:
+    id: int
+    passage_id: int
+    position: int
+    title: str
+    text: str
+
+
 class CorpusIndex:
     """Read access to one finished index. Opened once and shared by all readers."""
 
@@ -148,6 +157,19 @@ class CorpusIndex:
             "SELECT text FROM sentences WHERE passage_id = ? ORDER BY position", (passage_id,)
         ).fetchall()
         return [r[0] for r in rows]
+
+    def sentences(self, ids: list[int]) -> list[SentenceRecord]:
+        """Sentences by id (with their passage's title), in the order asked."""
+        if not ids:
+            return []
+        marks = ",".join("?" * len(ids))
+        rows = self.db.execute(
+            "SELECT s.id, s.passage_id, s.position, p.title, s.text FROM sentences s "
+            f"JOIN passages p ON p.id = s.passage_id WHERE s.id IN ({marks})",
+            ids,
+        ).fetchall()
+        by_id = {r[0]: SentenceRecord(*r) for r in rows}
+        return [by_id[i] for i in ids if i in by_id]
 
     def sentences_with(self, entity: str) -> list[tuple[int, int, str]]:
         """(sentence id, passage id, text) of every sentence that mentions the entity."""

@@ -228,9 +228,12 @@ class DecisionModel:
         raw = self.gateway.p_yes(load_prompt(f"dm_{kind}").format_messages(**variables))
         return self.calibration.scale(kind, logit(raw))
 
-    def p_rel(self, question: str, passages: Sequence[dict[str, Any]]) -> list[float]:
+    def p_rel(
+        self, question: str, passages: Sequence[dict[str, Any]], *, stored: bool = True
+    ) -> list[float]:
         """Relevance of every passage to the (sub-)question, scored as one batch.
-        Empty passages get 0 without a model call."""
+        Empty passages get 0 without a model call. `stored=False` for texts that are not
+        the index's passages (sentences, examples): their vectors are computed."""
         scored = [p for p in passages if p.get("text", "").strip()]
         if not scored or self.backend("rel") == "off":
             return [0.0] * len(passages)
@@ -241,7 +244,9 @@ class DecisionModel:
         elif self.backend("rel") == "score":
             values = iter(
                 self.calibration.scale("rel", s)
-                for s in rel_cosines(self.embedder, question, scored, self.index)
+                for s in rel_cosines(
+                    self.embedder, question, scored, self.index if stored else None
+                )
             )
         else:
             values = iter(
@@ -272,7 +277,7 @@ class DecisionModel:
         for evaluating any backend on the same examples."""
         if kind == "rel":
             title, _, text = text_b.partition(": ")
-            return self.p_rel(text_a, [{"id": -1, "title": title, "text": text}])[0]
+            return self.p_rel(text_a, [{"id": -1, "title": title, "text": text}], stored=False)[0]
         variables = {
             "depth": {"question": text_a},
             "suff": {"question": text_a, "qa_table": text_b},

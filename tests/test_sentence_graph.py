@@ -1,0 +1,106 @@
+"""The sentence graph: built with the index, loaded without recomputation, typed edges
+that follow the rules, tools that find the bridge sentence, and awkward corpora that
+build a smaller graph instead of failing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from app.graph_build import GRAPH_FILE, VECTORS_FILE, adjacency_edges, entity_edges, key_entities
+from app.indexing import build_index
+from app.settings import Settings
+from app.store import CorpusIndex
+from tools.decision import DecisionModel
+from tools.sentence_graph import SentenceGraph
+
+
+def _graph(settings: Settings, name: str, embedder, ner) -> SentenceGraph:
+    index = CorpusIndex.open(settings, name)
+    dm = DecisionModel(None, embedder, index=index)  # type: ignore[arg-type]
+    graph = SentenceGraph.open(index, embedder, dm)
+    assert graph is not None
+    graph._ner = ner
+    return graph
+
+
+def test_the_index_build_writes_the_graph(
+    settings: Settings, sample_index: str, embedder, ner
+) -> None:
+    index = CorpusIndex.open(settings, sample_index)
+    assert (index.path / GRAPH_FILE).is_file() and (index.path / VECTORS_FILE).is_file()
+    counts = index.manifest["graph_edges"]
+    assert set(counts) == {"entity", "semantic", "adjacent"} and all(counts.values())
+    graph = _graph(settings, sample_index, embedder, ner)
+    assert graph.edge_counts() == counts
+    assert len(graph) == index.manifest["sentences"]
+    for matrix in graph.edges.values():  # undirected, no self-loops
+        assert (matrix != matrix.T).nnz == 0 and not matrix.diagonal().any()
+
+
+def test_edge_rules_on_hand_made_input() -> None:
+    # sentence 0-3 in passage 7, sentence 4 in passage 8; window 3 keeps 0-3, not 0-4
+    adjacent = adjacency_edges([(0, 7, 0), (1, 7, 1), (2, 7, 2), (3, 7, 3), (4, 8, 0)], 5)
+    assert adjacent[0, 3] == pytest.approx(1 / 3) and adjacent[0, 1] == 1.0
+    assert adjacent[3, 4] == 0 and adjacent[1, 0] == 1.0
+    # entity 1 in sentences {0, 2}: linked; entity 2 only once: links nothing
+    mentions = {1: {0, 2}, 2: {3}, 3: {0, 2}}
+    edges = entity_edges(mentions, 4)
+    shared = int(1 in key_entities(mentions, 4)) + int(3 in key_entities(mentions, 4))
+    assert edges[0, 2] == shared > 0 and edges[0, 3] == 0
+
+
+def test_tools_find_the_bridge_sentence(
+    settings: Settings, sample_index: str, embedder, ner
+) -> None:
+    graph = _graph(settings, sample_index, embedder, ner)
+    seeds = graph.seed_sentences("Where is Tavistrom College?")
+    assert seeds and "Tavistrom College" in seeds[0].text
+    gathered = graph.expand(seeds, "Where is Tavistrom College?", max_words=400)
+    assert any("Ulden River flows through Brisk Hollow" in s.text for s in gathered)
+    assert {s.hop for s in gathered} >= {0, 1}
+    assert sum(len(s.text.split()) for s in gathered) <= 400 + 60  # cap, plus one sentence
+    assert "Augustin Reyvald" in graph.entities(
+        "Tavistrom College was founded by Augustin Reyvald."
+    )
+    assert any("Augustin Reyvald" in s.text for s in graph.sentences_with("Augustin Reyvald"))
+    assert graph.seed_sentences("   ") == [] and graph.entities("") == []
+    assert graph.sentences_with("Nobody Atall") == []
+    names = {t.name for t in graph.as_tools()}
+    assert names == {"seed_sentences", "expand_from_seeds", "entities", "sentences_with"}
+
+
+def test_awkward_corpora_build_smaller_graphs(
+    settings: Settings, tmp_path: Path, embedder, ner
+) -> None:
+    corpus = [
+        {"title": "numbers", "text": "one two three four five six seven."},  # no entities
+        {"title": "single", "text": "A lone sentence without a name"},
+        {"title": "long", "text": " ".join(["The river runs on and on."] * 8000)},  # ~50k words
+        {"title": "другой", "text": "Москва — столица России. 東京は日本の首都です。"},
+    ]
+    path = tmp_path / "awkward.json"
+    path.write_text(json.dumps(corpus, ensure_ascii=False))
+    build_index(settings, path, "awkward", progress=False, embedder=embedder, ner=ner)
+    graph = _graph(settings, "awkward", embedder, ner)
+    assert len(graph) > 4
+    assert graph.edge_counts()["adjacent"] > 0
+    seeds = graph.seed_sentences("Which river runs on?")
+    assert seeds
+    gathered = graph.expand(seeds, "Which river runs on?", max_words=300)
+    assert sum(len(s.text.split()) for s in gathered) <= 300 + 50
+    assert np.isfinite(np.asarray(graph.vectors, dtype=np.float32)).all()
+
+
+def test_an_index_without_a_graph_gives_no_graph(
+    settings: Settings, sample_index: str, embedder, tmp_path: Path
+) -> None:
+    index = CorpusIndex.open(settings, sample_index)
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    for name in ("manifest.json", "hoprag.sqlite"):
+        (copy / name).write_bytes((index.path / name).read_bytes())
+    assert SentenceGraph.open(CorpusIndex(copy), embedder, None) is None
