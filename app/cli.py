@@ -232,6 +232,12 @@ def _print_step(node: str, update: Any) -> None:
         shown["qa_table+"] = [f"{r['sub_question']} -> {r['answer']}" for r in update["qa_table"]]
     if update.get("unanswerable"):
         shown["unanswerable+"] = update["unanswerable"]
+    if update.get("plan"):
+        shown["plan"] = update["plan"]
+    if update.get("gathered"):
+        shown["sentences"] = [s["id"] for s in update["gathered"]]
+    if update.get("chain"):
+        shown["chain+"] = [f"{r['sub_question']} -> {r['answer']}" for r in update["chain"]]
     details = "  ".join(f"{k}={v}" for k, v in shown.items())
     typer.echo(f"[{node}] {details}".rstrip(), err=True)
 
@@ -242,6 +248,14 @@ def _print_decision(decision: dict[str, Any]) -> None:
         f"    decision {decision['kind']:6s} step {decision['step']} "
         f"p={decision['p_yes']:.2f} vs {decision['threshold']:.2f} -> {verdict} "
         f"({decision['backend']}) {decision['inputs'][:3]}",
+        err=True,
+    )
+
+
+def _print_expansion(expansion: dict[str, Any]) -> None:
+    typer.echo(
+        f"    expansion: {expansion['reason']}; {expansion['sentences']} sentences over "
+        f"{expansion['hops']} hops, kept passages {expansion['kept_passage_ids']}",
         err=True,
     )
 
@@ -292,6 +306,8 @@ def ask(
                     continue
                 if mode == "custom" and "decision" in chunk:
                     _print_decision(chunk["decision"])
+                elif mode == "custom" and "expansion" in chunk:
+                    _print_expansion(chunk["expansion"])
                 elif mode == "updates":
                     for node, update in chunk.items():
                         _print_step(node, update)

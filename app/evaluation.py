@@ -65,6 +65,14 @@ class RunConfig:
     top_k: int
     judge: str
     deft: str = ""  # DeFT's w, T, thresholds and cache switch; empty for other systems
+    chainrag: str = ""  # ChainRAG's integration and thresholds; empty for other systems
+
+
+def chainrag_signature(settings: Settings) -> str:
+    """The ChainRAG settings that change answers."""
+    return f"integration={settings.chain_integration} tau_rel={settings.tau_rel} " + (
+        f"tau_direct={settings.tau_direct}"
+    )
 
 
 def deft_signature(settings: Settings) -> str:
@@ -80,6 +88,7 @@ def deft_signature(settings: Settings) -> str:
         "tau_suff",
         "tau_same",
         "qa_cache",
+        "graph_expansion",
     )
     from tools.decision import CALIBRATION_FILE
 
@@ -314,6 +323,7 @@ def run_eval(
         top_k=settings.top_k,
         judge=settings.judge or "reader",
         deft=deft_signature(settings) if system == "deft" else "",
+        chainrag=chainrag_signature(settings) if system == "chainrag" else "",
     )
     done = _check_out_dir(out, config)  # before any model is loaded
     out.mkdir(parents=True, exist_ok=True)

@@ -13,6 +13,7 @@ from tools.decision import DecisionModel, TrainedDM
 from tools.examples import ExampleBank
 from tools.qa_cache import QACache
 from tools.retriever import Retriever
+from tools.sentence_graph import SentenceGraph
 
 
 @dataclass
@@ -24,6 +25,7 @@ class Resources:
     dm: DecisionModel
     qa_cache: QACache
     examples: ExampleBank
+    sentence_graph: SentenceGraph | None = None
 
     @classmethod
     def open(cls, settings: Settings, index_name: str) -> Resources:
@@ -36,14 +38,16 @@ class Resources:
             index.manifest["fingerprint"],
             embedder,
         )
+        dm = DecisionModel(gateway, embedder, index=index, trained=TrainedDM.load(DM_DIR))
         return cls(
             settings,
             gateway,
             index,
             Retriever(index, embedder, settings.retrieval),
-            DecisionModel(gateway, embedder, index=index, trained=TrainedDM.load(DM_DIR)),
+            dm,
             cache,
             ExampleBank(embedder),
+            SentenceGraph.open(index, embedder, dm),
         )
 
     def close(self) -> None:

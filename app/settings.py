@@ -55,6 +55,11 @@ GRAPH_SEED_CANDIDATES = 20
 GRAPH_MAX_HOPS = 3
 GRAPH_MAX_WORDS = 3000
 
+# ChainRAG graph: sub-questions in a plan at most, and words of reranked sentences read
+# per sub-question (CxtInt reads twice as many for the whole question).
+CHAIN_MAX_SUB_QUESTIONS = 4
+CHAIN_READ_WORDS = 250
+
 # QA cache: how many similar cached sub-questions go to DM_same, and the cosine below which
 # a cached sub-question is not even worth that call.
 CACHE_CANDIDATES = 5
@@ -179,6 +184,20 @@ class Settings:
         default=0.8, metadata={"description": "QA-cache same-question threshold."}
     )
     qa_cache: bool = field(default=True, metadata={"description": "Use the shared QA cache."})
+    graph_expansion: bool = field(
+        default=True,
+        metadata={
+            "description": "Expand along the sentence graph when a step finds nothing relevant "
+            "or no answer."
+        },
+    )
+    chain_integration: str = field(
+        default="answer",
+        metadata={
+            "description": "ChainRAG's final step: 'answer' (AnsInt, from the sub-answers) "
+            "or 'context' (CxtInt, from all gathered sentences)."
+        },
+    )
     max_answer_tokens: int = field(
         default=48, metadata={"description": "Cap on generated tokens for a short answer."}
     )
@@ -201,6 +220,11 @@ class Settings:
             self.llm_api_key = os.environ["OPENAI_API_KEY"]
 
     def _validate(self) -> None:
+        if self.chain_integration not in ("answer", "context"):
+            raise UserError(
+                f"unknown ChainRAG integration {self.chain_integration!r}",
+                hint="use answer (AnsInt) or context (CxtInt)",
+            )
         if self.retrieval not in ("dense", "bm25", "fused"):
             raise UserError(
                 f"unknown retrieval mode {self.retrieval!r}",

@@ -35,6 +35,9 @@ class GoldChain:
     question: str
     steps: tuple[tuple[str, str], ...]
     source: str
+    # The same sub-questions before resolution: "#k" stands for step k's answer (the form
+    # a whole-question decomposition is written in, before ChainRAG's rewriting).
+    templated: tuple[str, ...] = ()
 
 
 @cache
@@ -59,27 +62,40 @@ def _tidy(question: str) -> str:
 def musique_chain(item: dict[str, Any], source: str) -> GoldChain | None:
     """Resolve `#k` with earlier gold answers so every step names its entity."""
     answers: list[str] = []
-    steps = []
+    steps, templated = [], []
     for step in item.get("question_decomposition") or []:
 
         def resolve(match: re.Match[str]) -> str:
             k = int(match.group(1))
             return answers[k - 1] if 0 < k <= len(answers) else match.group(0)
 
-        text = _BACKREF.sub(resolve, step["question"])
+        raw = step["question"]
+        text = _BACKREF.sub(resolve, raw)
         if _BACKREF.search(text):
             return None  # a reference to a later step: not a chain we can show
-        if ">>" in text:
-            subject, relation = text.split(">>", 1)
-            text = phrase_relation(subject, relation)
+        if ">>" in raw:
+            text = phrase_relation(*text.split(">>", 1))
+            raw = phrase_relation(*raw.split(">>", 1))
         answers.append(step["answer"])
         steps.append((_tidy(text), step["answer"]))
-    return GoldChain(item["question"], tuple(steps), source) if len(steps) >= 2 else None
+        templated.append(_tidy(re.sub(r"#\s*(\d+)", r"#\1", raw)))
+    if len(steps) < 2:
+        return None
+    return GoldChain(item["question"], tuple(steps), source, tuple(templated))
 
 
 def wiki2_chain(item: dict[str, Any], source: str) -> GoldChain | None:
-    steps = tuple((phrase_relation(s, r), o) for s, r, o in item.get("evidences") or [])
-    return GoldChain(item["question"], steps, source) if len(steps) >= 2 else None
+    triples = item.get("evidences") or []
+    steps = tuple((phrase_relation(s, r), o) for s, r, o in triples)
+    objects: dict[str, int] = {}
+    templated = []
+    for k, (subject, relation, obj) in enumerate(triples, 1):
+        ref = objects.get(subject.lower())
+        templated.append(phrase_relation(f"#{ref}" if ref else subject, relation))
+        objects.setdefault(obj.lower(), k)
+    if len(steps) < 2:
+        return None
+    return GoldChain(item["question"], steps, source, tuple(templated))
 
 
 def gold_chains(data_dir: Path) -> list[GoldChain]:

@@ -4,6 +4,9 @@
     .venv/bin/python -m bench.run_systems [--limit 60] [--systems vanilla oracle ...]
         [--benchmarks musique ...]
 
+`deft-noexpand` and `chainrag-context` are DeFT without sentence-graph expansion and
+ChainRAG with CxtInt; the graph is built first where an index lacks it.
+
 Run folders land in bench/results/eval/BENCHMARK-SYSTEM/; `python -m bench.render`
 turns their summaries into docs/BENCHMARKS.md.
 """
@@ -11,19 +14,29 @@ turns their summaries into docs/BENCHMARKS.md.
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 
+from app.graph_build import GRAPH_FILE
+from app.settings import Settings
 from bench.common import BENCHMARKS, DATA, RESULTS, ROOT
 
 HOPRAG = str(ROOT / ".venv" / "bin" / "hoprag")
-SYSTEMS = ("vanilla", "oracle", "deft", "closed_book", "iterative")
+SYSTEMS = ("vanilla", "oracle", "deft", "closed_book", "iterative", "chainrag")
+# Run folders for a system under other settings: name -> (system, environment).
+VARIANTS = {
+    "deft-noexpand": ("deft", {"HOPRAG_GRAPH_EXPANSION": "off"}),
+    "chainrag-context": ("chainrag", {"HOPRAG_CHAIN_INTEGRATION": "context"}),
+}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--limit", type=int, default=60)
-    parser.add_argument("--systems", nargs="+", default=list(SYSTEMS))
+    parser.add_argument(
+        "--systems", nargs="+", default=list(SYSTEMS), choices=[*SYSTEMS, *VARIANTS]
+    )
     parser.add_argument("--benchmarks", nargs="+", default=list(BENCHMARKS))
     args = parser.parse_args()
     for bench in args.benchmarks:  # no-op when the index is up to date
@@ -31,10 +44,13 @@ def main() -> None:
             [HOPRAG, "index", str(DATA / bench / "corpus.json"), "--name", bench, "--quiet"],
             check=True,
         )
-    for system in args.systems:
+        if not (Settings().indexes_dir / bench / GRAPH_FILE).is_file():
+            subprocess.run([HOPRAG, "graph", "build", "--index", bench, "--quiet"], check=True)
+    for name in args.systems:
+        system, env = VARIANTS.get(name, (name, {}))
         for bench in args.benchmarks:
-            out = RESULTS / "eval" / f"{bench}-{system}"
-            print(f"== {bench} / {system} -> {out}", flush=True)
+            out = RESULTS / "eval" / f"{bench}-{name}"
+            print(f"== {bench} / {name} -> {out}", flush=True)
             if system == "deft" and not (out / "results.jsonl").is_file():
                 # A fresh run starts with a cold QA cache, so its hit rate is its own.
                 subprocess.run([HOPRAG, "cache", "clear", "--index", bench, "--yes"], check=True)
@@ -55,7 +71,8 @@ def main() -> None:
                     "--out",
                     str(out),
                     "--quiet",
-                ]
+                ],
+                env={**os.environ, **env},
             )
             if proc.returncode != 0:
                 sys.exit(proc.returncode)

@@ -16,6 +16,7 @@ from graph.state import DeftState, InputState
 from nodes.answer import answer_sub_question
 from nodes.cache import lookup_qa_cache
 from nodes.direct import answer_directly, check_direct_answer
+from nodes.expand import expand_from_graph, expansion_reason
 from nodes.final import answer_from_qa_table, fallback_answer
 from nodes.guard import guard_self_contained
 from nodes.qa_table import update_qa_table
@@ -46,6 +47,20 @@ def route_after_sub_question(
 
 def route_after_cache(state: DeftState) -> Literal["update_qa_table", "retrieve_for_sub_question"]:
     return "update_qa_table" if state.get("cache_hit") else "retrieve_for_sub_question"
+
+
+def route_after_answer(
+    state: DeftState, runtime: Runtime[Settings], *, graph_available: bool
+) -> Literal["expand_from_graph", "update_qa_table"]:
+    """Nothing relevant, or no answer: walk the sentence graph once (when there is one)."""
+    if graph_available and Settings.of(runtime).graph_expansion and expansion_reason(state):
+        return "expand_from_graph"
+    return "update_qa_table"
+
+
+def route_after_expansion(state: DeftState) -> Literal["answer_sub_question", "update_qa_table"]:
+    """Read again only when the expansion reached something to read."""
+    return "answer_sub_question" if state.get("kept") else "update_qa_table"
 
 
 def route_after_sufficiency(
@@ -100,7 +115,15 @@ def build_deft(resources: Resources, checkpointer: Any = None) -> CompiledStateG
     builder.add_conditional_edges("lookup_qa_cache", route_after_cache)
     builder.add_edge("retrieve_for_sub_question", "filter_relevant")
     builder.add_edge("filter_relevant", "answer_sub_question")
-    builder.add_edge("answer_sub_question", "update_qa_table")
+    graph = resources.sentence_graph
+    if graph is not None:
+        builder.add_node("expand_from_graph", partial(expand_from_graph, graph=graph, dm=dm))
+        builder.add_conditional_edges("expand_from_graph", route_after_expansion)
+    builder.add_conditional_edges(
+        "answer_sub_question",
+        partial(route_after_answer, graph_available=graph is not None),
+        ["expand_from_graph", "update_qa_table"] if graph is not None else ["update_qa_table"],
+    )
     builder.add_edge("update_qa_table", "check_sufficiency")
     builder.add_conditional_edges("check_sufficiency", route_after_sufficiency)
     builder.add_edge("answer_from_qa_table", END)

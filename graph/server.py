@@ -45,3 +45,8 @@ def closed_book(config: RunnableConfig) -> CompiledStateGraph:
 def deft(config: RunnableConfig) -> CompiledStateGraph:
     """DeFT-RAG: self-contained sub-questions, a QA table, calibrated decisions, QA cache."""
     return _graph("deft", config)
+
+
+def chainrag(config: RunnableConfig) -> CompiledStateGraph:
+    """ChainRAG: decomposition, rewriting, sentence-graph expansion, AnsInt or CxtInt."""
+    return _graph("chainrag", config)

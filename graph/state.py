@@ -78,11 +78,39 @@ class DeftState(InputState, total=False):
     cache_hit: dict[str, Any] | None
     retrieved: list[dict[str, Any]]  # R_w(q_t)
     kept: list[dict[str, Any]]
+    relevant_found: bool  # some retrieved passage passed tau_rel this step
+    expansion: dict[str, Any] | None  # the sentence-graph expansion of this step, if any
     sub_answer: str
     qa_table: Annotated[list[QARow], operator.add]
     unanswerable: Annotated[list[str], operator.add]
     sufficient: bool
     decisions: Annotated[list[Decision], operator.add]
+    passages: Annotated[list[dict[str, Any]], merge_passages]
+    answer: str
+    answer_passage_ids: list[int]
+
+
+class ChainStep(TypedDict):
+    """One answered (or unanswered) sub-question of the ChainRAG graph."""
+
+    sub_question: str
+    rewritten_from: str
+    answer: str
+    sentence_ids: list[int]
+    passage_ids: list[int]
+
+
+class ChainState(InputState, total=False):
+    """ChainRAG (SPEC section 3): a plan of sub-questions answered one by one from the
+    sentences the graph expansion gathers, then integrated."""
+
+    plan: list[str]  # sub-questions as decomposed; "#k" stands for answer k
+    step: int  # index into the plan of the next sub-question
+    sub_question: str
+    rewritten_from: str
+    gathered: list[dict[str, Any]]  # sentences read for the current sub-question
+    chain: Annotated[list[ChainStep], operator.add]
+    context: Annotated[list[dict[str, Any]], operator.add]  # every gathered sentence
     passages: Annotated[list[dict[str, Any]], merge_passages]
     answer: str
     answer_passage_ids: list[int]

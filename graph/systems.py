@@ -10,6 +10,7 @@ from langgraph.graph.state import CompiledStateGraph
 from app.errors import UserError
 from app.resources import Resources
 from graph.baselines import build_closed_book, build_iterative, build_oracle, build_vanilla
+from graph.chainrag import build_chainrag
 from graph.deft import build_deft
 
 SYSTEMS: dict[str, Callable[..., CompiledStateGraph]] = {
@@ -18,6 +19,7 @@ SYSTEMS: dict[str, Callable[..., CompiledStateGraph]] = {
     "oracle": build_oracle,
     "iterative": build_iterative,
     "deft": build_deft,
+    "chainrag": build_chainrag,
 }
 
 

@@ -58,4 +58,5 @@ def filter_relevant(
         Settings.of(runtime),
         state.get("hop", 0),
     )
-    return {"kept": kept, "decisions": decisions}
+    relevant_found = any(d["outcome"] for d in decisions)
+    return {"kept": kept, "decisions": decisions, "relevant_found": relevant_found}

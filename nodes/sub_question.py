@@ -92,5 +92,7 @@ def write_sub_question(
         "cache_hit": None,
         "retrieved": [],
         "kept": [],
+        "relevant_found": False,
+        "expansion": None,
         "sub_answer": "",
     }

@@ -31,7 +31,10 @@ def test_two_hop_question_through_sub_questions(resources: Resources, settings: 
         )
     )
     nodes = [node for mode, chunk in events if mode == "updates" for node in chunk]
-    streamed = [chunk["decision"] for mode, chunk in events if mode == "custom"]
+    custom = [chunk for mode, chunk in events if mode == "custom"]
+    streamed = [chunk["decision"] for chunk in custom if "decision" in chunk]
+    expansions = [u["expansion"] for u in updates_of(events) if u.get("expansion")]
+    assert len([c for c in custom if "expansion" in c]) == len(expansions)
     updates = [u or {} for mode, chunk in events if mode == "updates" for u in chunk.values()]
     sub_questions = [u["sub_question"] for u in updates if u.get("sub_question")]
     rows = [row for u in updates for row in u.get("qa_table", [])]
@@ -84,3 +87,7 @@ def test_decision_model_as_a_langchain_tool(resources: Resources) -> None:
         {"first": "Who founded Velloway Ironworks?", "second": "Where was Odile Farrengast born?"}
     )
     assert 0.0 <= different < 0.5 < same <= 1.0
+
+
+def updates_of(events: list) -> list[dict]:
+    return [u or {} for mode, chunk in events if mode == "updates" for u in chunk.values()]

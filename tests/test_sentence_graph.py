@@ -14,6 +14,8 @@ from app.graph_build import GRAPH_FILE, VECTORS_FILE, adjacency_edges, entity_ed
 from app.indexing import build_index
 from app.settings import Settings
 from app.store import CorpusIndex
+from graph.deft import route_after_answer, route_after_expansion
+from nodes.expand import expand_from_graph
 from tools.decision import DecisionModel
 from tools.sentence_graph import SentenceGraph
 
@@ -104,3 +106,32 @@ def test_an_index_without_a_graph_gives_no_graph(
     for name in ("manifest.json", "hoprag.sqlite"):
         (copy / name).write_bytes((index.path / name).read_bytes())
     assert SentenceGraph.open(CorpusIndex(copy), embedder, None) is None
+
+
+class _Runtime:
+    def __init__(self, settings: Settings) -> None:
+        self.context = settings
+
+
+def test_deft_expands_when_a_step_finds_nothing(
+    settings: Settings, sample_index: str, embedder, ner
+) -> None:
+    graph = _graph(settings, sample_index, embedder, ner)
+    runtime = _Runtime(settings)
+    base = {"sub_question": "Which river flows through Brisk Hollow?", "hop": 2}
+    nothing = {**base, "relevant_found": False, "sub_answer": "unknown"}
+    assert route_after_answer(nothing, runtime, graph_available=True) == "expand_from_graph"
+    assert route_after_answer(nothing, runtime, graph_available=False) == "update_qa_table"
+    off = _Runtime(settings.with_overrides(graph_expansion=False))
+    assert route_after_answer(nothing, off, graph_available=True) == "update_qa_table"
+    fine = {**base, "relevant_found": True, "sub_answer": "Ulden River"}
+    assert route_after_answer(fine, runtime, graph_available=True) == "update_qa_table"
+    update = expand_from_graph(nothing, runtime, graph=graph, dm=graph.dm)
+    expansion = update["expansion"]
+    assert expansion["reason"].startswith("no retrieved passage")
+    assert expansion["seeds"] and expansion["reached_passage_ids"]
+    assert update["kept"] and any("Ulden River" in p["text"] for p in update["kept"])
+    assert all(d["kind"] == "rel" for d in update["decisions"])
+    again = {**nothing, **update}
+    assert route_after_expansion(again) == "answer_sub_question"
+    assert route_after_answer(again, runtime, graph_available=True) == "update_qa_table"  # once

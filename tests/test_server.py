@@ -72,7 +72,7 @@ def server_url(home: Path, sample_index: str, tmp_path_factory) -> Iterator[str]
 def test_langgraph_dev_serves_every_graph(server_url: str) -> None:
     client = get_sync_client(url=server_url)
     graphs = {a["graph_id"] for a in client.assistants.search(limit=50)}
-    assert {"deft", "vanilla", "iterative", "closed_book"} <= graphs
+    assert {"deft", "vanilla", "iterative", "closed_book", "chainrag"} <= graphs
 
 
 def test_a_deft_thread_runs_through_the_sdk(server_url: str) -> None:
@@ -88,3 +88,13 @@ def test_a_deft_thread_runs_through_the_sdk(server_url: str) -> None:
     assert final["decisions"], "every run records its decisions"
     state = client.threads.get_state(thread["thread_id"])
     assert state["values"]["answer"] == final["answer"]
+
+
+def test_a_chainrag_thread_runs_through_the_sdk(server_url: str) -> None:
+    client = get_sync_client(url=server_url)
+    thread = client.threads.create()
+    final = client.runs.wait(
+        thread["thread_id"], "chainrag", input={"question": "Who founded Tavistrom College?"}
+    )
+    assert final["plan"] and len(final["chain"]) == len(final["plan"])
+    assert final["answer"] and final["messages"][-1]["type"] == "ai"

@@ -30,9 +30,15 @@ def render_steps(steps: Sequence[tuple[str, str]]) -> str:
 class WorkedExample:
     question: str
     steps: tuple[tuple[str, str], ...]
+    templated: tuple[str, ...] = ()
 
     def render(self) -> str:
         return f"Complex question: {self.question}\n{render_steps(self.steps)}"
+
+    def render_decomposition(self) -> str:
+        """The whole plan at once, "#k" standing for the answer to sub-question k."""
+        lines = "\n".join(f"{k}. {q}" for k, q in enumerate(self.templated, 1))
+        return f"Complex question: {self.question}\nSub-questions:\n{lines}"
 
 
 class ExampleBank:
@@ -48,6 +54,7 @@ class ExampleBank:
             ) from None
         self.questions = [c["question"] for c in chains]
         self.steps = [[tuple(step) for step in c["steps"]] for c in chains]
+        self.templated = [list(c.get("templated") or []) for c in chains]
         self.embedder = embedder
         self._vectors: np.ndarray | None = None
 
@@ -77,7 +84,13 @@ class ExampleBank:
             mmr = WRITER_EXAMPLE_RELEVANCE * scores - (1 - WRITER_EXAMPLE_RELEVANCE) * redundancy
             mmr[picked] = -np.inf
             picked.append(int(np.argmax(mmr)))
-        return [WorkedExample(self.questions[i], tuple(self.steps[i])) for i in picked[::-1]]
+        return [
+            WorkedExample(self.questions[i], tuple(self.steps[i]), tuple(self.templated[i]))
+            for i in picked[::-1]
+        ]
 
     def render(self, question: str, k: int) -> str:
         return "\n\n".join(e.render() for e in self.select(question, k))
+
+    def render_decompositions(self, question: str, k: int) -> str:
+        return "\n\n".join(e.render_decomposition() for e in self.select(question, k))

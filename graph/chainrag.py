@@ -1,0 +1,62 @@
+"""The ChainRAG graph (SPEC section 3): decompose, then for each sub-question rewrite its
+back-references with earlier answers, gather sentences along the sentence graph, answer;
+finish with AnsInt or CxtInt (`Settings.chain_integration`)."""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any, Literal
+
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+
+from app.errors import UserError
+from app.resources import Resources
+from app.settings import Settings
+from graph.state import ChainState, InputState
+from nodes.decompose import decompose_question
+from nodes.gather import gather_sentences
+from nodes.integrate import (
+    answer_chain_step,
+    integrate_answers,
+    integrate_context,
+    route_after_chain_step,
+)
+from nodes.question import take_question
+from nodes.rewrite import rewrite_chain_question
+
+
+def route_after_question(state: ChainState) -> Literal["decompose_question", "__end__"]:
+    """An empty question ends the run at once (take_question already answered it)."""
+    return "decompose_question" if state.get("question") else END
+
+
+def build_chainrag(resources: Resources, checkpointer: Any = None) -> CompiledStateGraph:
+    graph = resources.sentence_graph
+    if graph is None:
+        raise UserError(
+            f"index {resources.index.name!r} has no sentence graph (built before it existed)",
+            hint=f"run `hoprag graph build --index {resources.index.name}`",
+        )
+    gateway, dm = resources.gateway, resources.dm
+    builder = StateGraph(ChainState, context_schema=Settings, input_schema=InputState)
+    builder.add_node("take_question", take_question)
+    builder.add_node(
+        "decompose_question",
+        partial(decompose_question, gateway=gateway, examples=resources.examples),
+    )
+    builder.add_node("rewrite_chain_question", partial(rewrite_chain_question, gateway=gateway))
+    builder.add_node("gather_sentences", partial(gather_sentences, graph=graph, dm=dm))
+    builder.add_node("answer_chain_step", partial(answer_chain_step, gateway=gateway))
+    builder.add_node("integrate_answers", partial(integrate_answers, gateway=gateway))
+    builder.add_node("integrate_context", partial(integrate_context, gateway=gateway, dm=dm))
+
+    builder.add_edge(START, "take_question")
+    builder.add_conditional_edges("take_question", route_after_question)
+    builder.add_edge("decompose_question", "rewrite_chain_question")
+    builder.add_edge("rewrite_chain_question", "gather_sentences")
+    builder.add_edge("gather_sentences", "answer_chain_step")
+    builder.add_conditional_edges("answer_chain_step", route_after_chain_step)
+    builder.add_edge("integrate_answers", END)
+    builder.add_edge("integrate_context", END)
+    return builder.compile(name="chainrag", checkpointer=checkpointer)

@@ -1,0 +1,82 @@
+"""Sentence-graph expansion inside a DeFT step (SPEC section 3): when no retrieved passage
+passes the relevance threshold, or the answer comes back unknown, walk the sentence graph
+from the sub-question's seed sentences and let the reader try once more with what it
+reached. The rule that triggered it and what was found go into the state and the stream.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import asdict
+from typing import Any
+
+from langgraph.config import get_stream_writer
+from langgraph.runtime import Runtime
+
+from app.settings import Settings
+from graph.state import DeftState
+from nodes.answer import is_unknown
+from nodes.relevance import judge_relevance
+from tools.decision import DecisionModel
+from tools.sentence_graph import GraphSentence, SentenceGraph
+
+
+def expansion_reason(state: DeftState) -> str:
+    """Why this step should expand ('' when it should not)."""
+    if state.get("expansion"):
+        return ""  # once per step
+    if not state.get("relevant_found"):
+        return "no retrieved passage passed the relevance threshold"
+    if is_unknown(state.get("sub_answer") or ""):
+        return "the answer came back unknown"
+    return ""
+
+
+def as_passages(sentences: Sequence[GraphSentence | dict[str, Any]]) -> list[dict[str, Any]]:
+    """Sentences grouped by passage (in corpus order within it): what is read."""
+    by_passage: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    for s in sentences:
+        row = s if isinstance(s, dict) else asdict(s)
+        by_passage[row["passage_id"]].append(row)
+    return [
+        {
+            "id": pid,
+            "title": group[0]["title"],
+            "text": " ".join(s["text"] for s in sorted(group, key=lambda s: s["id"])),
+        }
+        for pid, group in by_passage.items()
+    ]
+
+
+def expand_from_graph(
+    state: DeftState, runtime: Runtime[Settings], *, graph: SentenceGraph, dm: DecisionModel
+) -> dict[str, Any]:
+    settings = Settings.of(runtime)
+    sub_question = state["sub_question"]
+    reason = expansion_reason(state)
+    seeds = graph.seed_sentences(sub_question)
+
+    def sufficient(question: str, sentences: list[GraphSentence]) -> bool:
+        p = dm.p_direct(question, as_passages(sentences))
+        return p >= settings.tau_direct
+
+    gathered = graph.expand(seeds, sub_question, sufficient=sufficient)
+    reached = as_passages(gathered)
+    kept, decisions = (
+        judge_relevance(dm, sub_question, reached, settings, state.get("hop", 0))
+        if reached
+        else ([], [])
+    )
+    expansion = {
+        "reason": reason,
+        "seeds": [s.text for s in seeds],
+        "sentences": len(gathered),
+        "hops": max((s.hop for s in gathered), default=0),
+        "reached_passage_ids": [p["id"] for p in reached],
+        "kept_passage_ids": [p["id"] for p in kept],
+    }
+    with contextlib.suppress(RuntimeError):  # outside a graph run there is no stream
+        get_stream_writer()({"expansion": expansion})
+    return {"expansion": expansion, "kept": kept, "decisions": decisions}

@@ -1,0 +1,49 @@
+"""ChainRAG's retrieval: seed sentences for the sub-question, expansion along the
+sentence graph until the DM judges the gathered text sufficient (or the caps), then the
+gathered sentences reranked by DM relevance and cut to a reading budget."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from app.settings import CHAIN_READ_WORDS, Settings
+from graph.state import ChainState
+from nodes.expand import as_passages
+from tools.decision import DecisionModel
+from tools.sentence_graph import GraphSentence, SentenceGraph
+
+
+def rerank(
+    dm: DecisionModel, question: str, sentences: Sequence[GraphSentence], budget: int
+) -> list[GraphSentence]:
+    """Most relevant first, as many as fit in `budget` words (at least one)."""
+    if not sentences:
+        return []
+    scores = dm.p_rel(question, [s.as_passage() for s in sentences], stored=False)
+    ranked = [s for _, s in sorted(zip(scores, sentences, strict=True), key=lambda x: -x[0])]
+    chosen, words = [], 0
+    for s in ranked:
+        size = len(s.text.split())
+        if chosen and words + size > budget:
+            break
+        chosen.append(s)
+        words += size
+    return chosen
+
+
+def gather_sentences(
+    state: ChainState, runtime: Runtime[Settings], *, graph: SentenceGraph, dm: DecisionModel
+) -> dict[str, Any]:
+    settings = Settings.of(runtime)
+    question = state["sub_question"]
+
+    def sufficient(q: str, sentences: list[GraphSentence]) -> bool:
+        return dm.p_direct(q, as_passages(sentences)) >= settings.tau_direct
+
+    gathered = graph.expand(graph.seed_sentences(question), question, sufficient=sufficient)
+    read = [asdict(s) for s in rerank(dm, question, gathered, CHAIN_READ_WORDS)]
+    return {"gathered": read, "context": read}
