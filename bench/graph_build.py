@@ -60,7 +60,9 @@ def main() -> None:
         print(
             f"{name}: {row['seconds']}s, peak {row['peak_rss_gib']} GiB, {row['edges']}", flush=True
         )
-    save("graph_build", {"command": "python -m bench.graph_build " + " ".join(names), "rows": rows})
+        # Saved after each corpus, so a stopped run keeps what it measured.
+        command = "python -m bench.graph_build " + " ".join(names)
+        save("graph_build", {"command": command, "rows": rows})
 
 
 if __name__ == "__main__":
