@@ -6,6 +6,7 @@ import json
 import os
 import sys
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -463,6 +464,22 @@ DataDirOpt = Annotated[
 ]
 
 
+def _benchmark_passages(settings: Settings) -> Callable[[str, list[int]], list[str]]:
+    """`passages(benchmark, ids)`: "title: text" of passages of the benchmark's index
+    (opened on first use), for DM examples that store passage ids."""
+    from app.dm_data import passage_text
+    from app.store import CorpusIndex
+
+    indexes: dict[str, CorpusIndex] = {}
+
+    def passages(benchmark: str, ids: list[int]) -> list[str]:
+        if benchmark not in indexes:
+            indexes[benchmark] = CorpusIndex.open(settings, benchmark)
+        return [passage_text(r) for r in indexes[benchmark].passages(ids)]
+
+    return passages
+
+
 @dm_app.command("data")
 def dm_data(
     data: DataDirOpt = Path("../shared/data"),
@@ -493,18 +510,12 @@ def dm_train(
 ) -> None:
     """LoRA-train the MiniLM cross-encoder DM, calibrate it per kind, save it in app/data/dm."""
     from app import dm_train as trainer
-    from app.dm_data import passage_text
-    from app.store import CorpusIndex
 
     for name in ("train.jsonl", "calib.jsonl"):
         if not (data / name).is_file():
             raise UserError(f"no {name} in {data}", hint="run `hoprag dm data` first")
-    settings, indexes = Settings(), {}
-
-    def passages(benchmark: str, ids: list[int]) -> list[str]:
-        if benchmark not in indexes:
-            indexes[benchmark] = CorpusIndex.open(settings, benchmark)
-        return [passage_text(r) for r in indexes[benchmark].passages(ids)]
+    settings = Settings()
+    passages = _benchmark_passages(settings)
 
     meta = trainer.train(data, passages=passages)
     typer.echo(json.dumps(meta, indent=2))
@@ -525,11 +536,10 @@ def dm_eval(
     """AUC, accuracy, ECE and reliability diagrams on dev: trained DM vs zero-shot; the
     trained DM then serves each kind where its AUC is at least the zero-shot one."""
     from app import dm_eval as evaluation
-    from app.dm_data import passage_text, read_jsonl
+    from app.dm_data import read_jsonl
     from app.dm_train import DM_DIR
     from app.embeddings import Embedder
     from app.llm import LLMGateway
-    from app.store import CorpusIndex
     from tools.decision import DecisionModel, TrainedDM
 
     if not (data / "dev.jsonl").is_file():
@@ -537,12 +547,8 @@ def dm_eval(
     trained = TrainedDM.load(DM_DIR)
     if trained is None:
         raise UserError(f"no trained DM in {DM_DIR}", hint="run `hoprag dm train` first")
-    settings, indexes = Settings(), {}
-
-    def passages(benchmark: str, ids: list[int]) -> list[str]:
-        if benchmark not in indexes:
-            indexes[benchmark] = CorpusIndex.open(settings, benchmark)
-        return [passage_text(r) for r in indexes[benchmark].passages(ids)]
+    settings = Settings()
+    passages = _benchmark_passages(settings)
 
     gateway = LLMGateway(settings)
     try:

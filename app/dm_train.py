@@ -47,6 +47,19 @@ def encode_pair(kind: str, text_a: str, text_b: str) -> tuple[str, str]:
     return f"{kind}: {text_a}", text_b
 
 
+def tokenise(tokenizer: Any, triples: Sequence[tuple[str, str, str]]) -> Any:
+    """(kind, text_a, text_b) triples as one padded batch; `text_b` loses its tail first."""
+    pairs = [encode_pair(*t) for t in triples]
+    return tokenizer(
+        [a for a, _ in pairs],
+        [b for _, b in pairs],
+        truncation="only_second",
+        max_length=DM_MAX_TOKENS,
+        padding=True,
+        return_tensors="pt",
+    )
+
+
 @dataclass
 class CrossEncoder:
     """The fine-tuned cross-encoder, loaded once (adapter merged for speed)."""
@@ -61,15 +74,7 @@ class CrossEncoder:
         out: list[np.ndarray] = []
         with torch.inference_mode():
             for start in range(0, len(pairs), batch_size):
-                chunk = [encode_pair(*p) for p in pairs[start : start + batch_size]]
-                batch = self.tokenizer(
-                    [a for a, _ in chunk],
-                    [b for _, b in chunk],
-                    truncation="only_second",
-                    max_length=DM_MAX_TOKENS,
-                    padding=True,
-                    return_tensors="pt",
-                )
+                batch = tokenise(self.tokenizer, pairs[start : start + batch_size])
                 out.append(self.model(**batch).logits[:, 0].float().numpy())
         return np.concatenate(out) if out else np.zeros(0, dtype=np.float32)
 
@@ -126,15 +131,7 @@ def train_cross_encoder(examples: list[DMExample], progress: bool = True) -> Cro
     for _ in range(EPOCHS):
         for start in range(0, len(data), BATCH_SIZE):
             chunk = data[start : start + BATCH_SIZE]
-            pairs = [encode_pair(e.kind, e.text_a, e.text_b) for e in chunk]
-            batch = tokenizer(
-                [a for a, _ in pairs],
-                [b for _, b in pairs],
-                truncation="only_second",
-                max_length=DM_MAX_TOKENS,
-                padding=True,
-                return_tensors="pt",
-            )
+            batch = tokenise(tokenizer, [(e.kind, e.text_a, e.text_b) for e in chunk])
             labels = torch.tensor([float(e.label) for e in chunk])
             loss = loss_fn(model(**batch).logits[:, 0], labels)
             loss.backward()

@@ -5,6 +5,10 @@ from __future__ import annotations
 import json
 import os
 import platform
+import subprocess
+import sys
+import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -36,3 +40,27 @@ def save(name: str, payload: dict[str, Any]) -> Path:
 def questions(benchmark: str, split: str = "dev") -> list[dict[str, Any]]:
     items = json.loads((DATA / benchmark / "questions.json").read_text())
     return [q for q in items if q.get("split") == split]
+
+
+def run_measured(args: list[str]) -> tuple[float, float, str]:
+    """Run a command as a child; its wall seconds, peak RSS in GiB (from wait4, the
+    child's own usage) and stdout. Exits with its stderr when it fails."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _, status, usage = os.wait4(proc.pid, 0)
+    seconds = time.perf_counter() - start
+    stdout, stderr = proc.stdout.read(), proc.stderr.read()  # type: ignore[union-attr]
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"{' '.join(args[1:3])} failed: {stderr.strip()}")
+    return seconds, usage.ru_maxrss / 2**20, stdout
+
+
+def run_per_corpus(script: str, build: Callable[[str], dict[str, Any]]) -> None:
+    """`build` each corpus named on the command line (default: all three), printing and
+    saving `bench/results/SCRIPT.json` after each, so a stopped run keeps what it measured."""
+    names = sys.argv[1:] or list(BENCHMARKS)
+    rows = []
+    for name in names:
+        rows.append(build(name))
+        print(f"{name}: {rows[-1]['seconds']}s, peak {rows[-1]['peak_rss_gib']} GiB", flush=True)
+        save(script, {"command": f"python -m bench.{script} " + " ".join(names), "rows": rows})

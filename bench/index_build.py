@@ -8,12 +8,9 @@ Each corpus is dropped first so that the build is complete (no reuse), then inde
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
-import time
 
-from bench.common import BENCHMARKS, DATA, ROOT, save
+from bench.common import DATA, ROOT, run_measured, run_per_corpus
 
 HOPRAG = str(ROOT / ".venv" / "bin" / "hoprag")
 
@@ -21,20 +18,9 @@ HOPRAG = str(ROOT / ".venv" / "bin" / "hoprag")
 def build(name: str) -> dict[str, float | str]:
     subprocess.run([HOPRAG, "index", "drop", name, "--yes"], capture_output=True)
     corpus = DATA / name / "corpus.json"
-    start = time.perf_counter()
-    proc = subprocess.Popen(
-        [HOPRAG, "index", str(corpus), "--name", name, "--quiet"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+    seconds, peak_gib, stdout = run_measured(
+        [HOPRAG, "index", str(corpus), "--name", name, "--quiet"]
     )
-    # wait4 gives this child's own resource usage (peak RSS in KiB on Linux).
-    _, status, usage = os.wait4(proc.pid, 0)
-    seconds = time.perf_counter() - start
-    stdout, stderr = proc.stdout.read(), proc.stderr.read()
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"indexing {name} failed: {stderr.strip()}")
-    peak_gib = usage.ru_maxrss / 2**20
     show = subprocess.run([HOPRAG, "index", "show", name], capture_output=True, text=True)
     return {
         "corpus": name,
@@ -46,13 +32,7 @@ def build(name: str) -> dict[str, float | str]:
 
 
 def main() -> None:
-    names = sys.argv[1:] or list(BENCHMARKS)
-    rows = []
-    for name in names:
-        row = build(name)
-        rows.append(row)
-        print(f"{name}: {row['seconds']}s, peak {row['peak_rss_gib']} GiB", flush=True)
-    save("index_build", {"command": "python -m bench.index_build " + " ".join(names), "rows": rows})
+    run_per_corpus("index_build", build)
 
 
 if __name__ == "__main__":

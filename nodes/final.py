@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from langgraph.runtime import Runtime
@@ -16,13 +17,20 @@ from tools.decision import DecisionModel
 from tools.retriever import Retriever
 
 
-def answer_from_qa_table(state: DeftState, *, gateway: LLMGateway) -> dict[str, Any]:
-    table = state.get("qa_table") or []
+def answer_from_rows(
+    gateway: LLMGateway, question: str, rows: Sequence[dict[str, Any]]
+) -> dict[str, Any]:
+    """LLM_fin: the answer from sub-questions and their answers alone, supported by the
+    passages behind them (DeFT's QA table, ChainRAG's AnsInt)."""
     messages = load_prompt("answer_from_qa_table").format_messages(
-        qa_table=format_qa_table(table), question=state["question"]
+        qa_table=format_qa_table(rows), question=question
     )
-    support = sorted({pid for row in table for pid in row["passage_ids"]})
+    support = sorted({pid for row in rows for pid in row["passage_ids"]})
     return {**answered(clean_answer(gateway.invoke(messages))), "answer_passage_ids": support}
+
+
+def answer_from_qa_table(state: DeftState, *, gateway: LLMGateway) -> dict[str, Any]:
+    return answer_from_rows(gateway, state["question"], state.get("qa_table") or [])
 
 
 def fallback_answer(

@@ -11,10 +11,10 @@ from langgraph.runtime import Runtime
 from app.llm import LLMGateway
 from app.settings import CHAIN_READ_WORDS, Settings
 from graph.state import ChainState, ChainStep
-from nodes.answer import answered, clean_answer, read_passages
+from nodes.answer import answered, read_passages
 from nodes.expand import as_passages
+from nodes.final import answer_from_rows
 from nodes.gather import rerank
-from prompts import format_qa_table, load_prompt
 from tools.decision import DecisionModel
 from tools.sentence_graph import GraphSentence
 
@@ -45,12 +45,7 @@ def route_after_chain_step(
 
 def integrate_answers(state: ChainState, *, gateway: LLMGateway) -> dict[str, Any]:
     """AnsInt: the final answer from the sub-questions and their answers alone."""
-    chain = state.get("chain") or []
-    messages = load_prompt("answer_from_qa_table").format_messages(
-        qa_table=format_qa_table(chain), question=state["question"]
-    )
-    support = sorted({pid for row in chain for pid in row["passage_ids"]})
-    return {**answered(clean_answer(gateway.invoke(messages))), "answer_passage_ids": support}
+    return answer_from_rows(gateway, state["question"], state.get("chain") or [])
 
 
 def integrate_context(
