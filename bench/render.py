@@ -293,7 +293,8 @@ def rewrite_recall() -> str:
         "Dev questions whose second gold step refers to the first. `reference`: the step as "
         'decomposed, "#1" read as "it"; `rewritten`: "#1" replaced by the first '
         "step's gold answer. Passages: top 2 fused passages; seeds: passages of the top 2 "
-        "seed sentences of the sentence graph. (The ChainRAG paper: 40.9 to 58.8 on MuSiQue.)",
+        "seed sentences of the sentence graph (`-`: the index had no sentence graph when "
+        "measured). (The ChainRAG paper: 40.9 to 58.8 on MuSiQue.)",
         "",
         "| benchmark | n | reference, passages | rewritten, passages | reference, seeds | "
         "rewritten, seeds |",

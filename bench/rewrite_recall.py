@@ -4,7 +4,7 @@
 
 Dev questions with a gold decomposition whose second step refers to the first (MuSiQue
 `question_decomposition` with "#1"; 2Wiki evidence triples whose second subject is the
-first object). The second sub-question is asked three ways:
+first object). The second sub-question is asked two ways:
 * `reference`: as decomposed, "#1" read as "it" (no rewriting);
 * `rewritten`: "#1" replaced by the first step's gold answer (rewriting with a correct
   first answer; isolates what rewriting buys from first-step errors).
