@@ -20,12 +20,14 @@ from tests.conftest import HOPRAG, SAMPLE_CORPUS, assert_user_error, run_cli
 def test_help_explains_every_command(home: Path) -> None:
     top = run_cli("--help", home=home)
     assert top.returncode == 0
-    for command in ("models", "index", "llm", "ask"):
+    for command in ("models", "index", "llm", "ask", "eval", "cache", "graph", "dm"):
         assert command in top.stdout
     for group, subcommands in {
         "models": ["fetch", "list", "verify"],
         "index": ["build", "list", "show", "drop"],
         "llm": ["serve"],
+        "graph": ["build"],
+        "dm": ["data", "train", "eval"],
     }.items():
         out = run_cli(group, "--help", home=home).stdout
         for sub in subcommands:
@@ -43,6 +45,10 @@ def test_help_explains_every_command(home: Path) -> None:
         (("ask", "   ", "--index", "sample"), ("question is empty",)),
         (("ask", "Who?", "--system", "magic"), ("unknown system 'magic'",)),
         (("models", "verify", "--model", "gpt-9"), ("unknown model",)),
+        (("graph", "build", "--index", "nope"), ("no index named 'nope'",)),
+        (("dm", "data", "--data", "/no/such/folder"), ("no musique/questions.json",)),
+        (("dm", "train", "--data", "/no/such/folder"), ("no train.jsonl", "hoprag dm data")),
+        (("dm", "eval", "--data", "/no/such/folder"), ("no dev.jsonl", "hoprag dm data")),
     ],
 )
 def test_user_errors_are_one_clear_line(
