@@ -129,3 +129,8 @@ def load_corpus(path: Path) -> list[Passage]:
     if not any(p.text for p in passages):
         raise UserError(f"corpus {path} is empty (no passage has any text)")
     return passages
+
+
+def passage_text(title: str, text: str) -> str:
+    """What the retrievers see of a passage: its title carries the entity it is about."""
+    return f"{title}: {text}" if title else text

@@ -34,6 +34,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from app.corpus import passage_text as corpus_passage_text
 from app.traindata import musique_chain, phrase_relation, wiki2_chain
 
 CALIBRATION_SHARE = 0.15  # of training questions, held apart to fit the temperatures
@@ -128,7 +129,7 @@ def is_calibration(question_id: str) -> bool:
 
 
 def passage_text(record: Any) -> str:
-    return f"{record.title}: {record.text}"
+    return corpus_passage_text(record.title, record.text)
 
 
 def rel_examples(item: Item, retriever: Any, index: Any, w: int) -> Iterator[DMExample]:

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from app.corpus import Passage, fingerprint, load_corpus
+from app.corpus import Passage, fingerprint, load_corpus, passage_text
 from app.embeddings import Embedder
 from app.errors import UserError
 from app.graph_build import build_sentence_graph, previous_vectors
@@ -60,11 +60,6 @@ class IndexReport:
     entities: int = 0
     graph_edges: dict[str, int] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
-
-
-def passage_text(title: str, text: str) -> str:
-    """What the retrievers see of a passage: its title carries the entity it is about."""
-    return f"{title}: {text}" if title else text
 
 
 @contextmanager

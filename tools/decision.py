@@ -31,6 +31,7 @@ from typing import Any, Literal
 import numpy as np
 from langchain_core.tools import BaseTool, StructuredTool
 
+from app.corpus import passage_text
 from app.embeddings import Embedder
 from app.llm import LLMGateway
 from app.store import CorpusIndex
@@ -62,7 +63,7 @@ def rel_cosines(
     if index is not None:
         query = embedder.embed([question])[0]
         return [float(v) for v in index.embeddings([p["id"] for p in passages]) @ query]
-    vectors = embedder.embed([question, *(f"{p['title']}: {p['text']}" for p in passages)])
+    vectors = embedder.embed([question, *(passage_text(p["title"], p["text"]) for p in passages)])
     return [float(v) for v in vectors[1:] @ vectors[0]]
 
 
@@ -239,7 +240,9 @@ class DecisionModel:
             return [0.0] * len(passages)
         if self.backend("rel") == "trained" and self.trained is not None:
             values = iter(
-                self.trained.p("rel", [(question, f"{p['title']}: {p['text']}") for p in scored])
+                self.trained.p(
+                    "rel", [(question, passage_text(p["title"], p["text"])) for p in scored]
+                )
             )
         elif self.backend("rel") == "score":
             values = iter(
@@ -250,14 +253,16 @@ class DecisionModel:
             )
         else:
             values = iter(
-                self._llm("rel", question=question, passage=f"{p['title']}: {p['text']}")
+                self._llm("rel", question=question, passage=passage_text(p["title"], p["text"]))
                 for p in scored
             )
         return [next(values) if p.get("text", "").strip() else 0.0 for p in passages]
 
     def p_direct(self, question: str, passages: Sequence[dict[str, Any]]) -> float:
         if self.backend("direct") == "trained" and self.trained is not None:
-            return self.trained.p_direct(question, [f"{p['title']}: {p['text']}" for p in passages])
+            return self.trained.p_direct(
+                question, [passage_text(p["title"], p["text"]) for p in passages]
+            )
         return self._llm("direct", question=question, passages=format_passages(passages))
 
     def p_shallow(self, question: str) -> float:
