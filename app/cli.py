@@ -6,7 +6,7 @@ import json
 import os
 import sys
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -480,6 +480,12 @@ def _benchmark_passages(settings: Settings) -> Callable[[str, list[int]], list[s
     return passages
 
 
+def _require_dm_data(data: Path, names: Sequence[str]) -> None:
+    for name in names:
+        if not (data / name).is_file():
+            raise UserError(f"no {name} in {data}", hint="run `hoprag dm data` first")
+
+
 @dm_app.command("data")
 def dm_data(
     data: DataDirOpt = Path("../shared/data"),
@@ -511,13 +517,27 @@ def dm_train(
     """LoRA-train the MiniLM cross-encoder DM, calibrate it per kind, save it in app/data/dm."""
     from app import dm_train as trainer
 
-    for name in ("train.jsonl", "calib.jsonl"):
-        if not (data / name).is_file():
-            raise UserError(f"no {name} in {data}", hint="run `hoprag dm data` first")
-    settings = Settings()
-    passages = _benchmark_passages(settings)
+    _require_dm_data(data, ("train.jsonl", "calib.jsonl"))
+    meta = trainer.train(data, passages=_benchmark_passages(Settings()))
+    typer.echo(json.dumps(meta, indent=2))
 
-    meta = trainer.train(data, passages=passages)
+
+@dm_app.command("calibrate")
+def dm_calibrate(
+    data: Annotated[
+        Path, typer.Option("--data", help="Folder written by `hoprag dm data`.")
+    ] = Path("dm_data"),
+) -> None:
+    """Refit the per-kind temperatures and the `direct` model of the saved adapter (for
+    an adapter trained elsewhere, e.g. by `bench.dm_recipes` on a GPU)."""
+    from app import dm_train as trainer
+
+    _require_dm_data(data, ("train.jsonl", "calib.jsonl"))
+    if not (trainer.DM_DIR / "training.json").is_file():
+        raise UserError(
+            f"no trained adapter in {trainer.DM_DIR}", hint="run `hoprag dm train` first"
+        )
+    meta = trainer.calibrate(data, passages=_benchmark_passages(Settings()))
     typer.echo(json.dumps(meta, indent=2))
 
 
@@ -542,8 +562,7 @@ def dm_eval(
     from app.llm import LLMGateway
     from tools.decision import DecisionModel, TrainedDM
 
-    if not (data / "dev.jsonl").is_file():
-        raise UserError(f"no dev.jsonl in {data}", hint="run `hoprag dm data` first")
+    _require_dm_data(data, ("dev.jsonl",))
     trained = TrainedDM.load(DM_DIR)
     if trained is None:
         raise UserError(f"no trained DM in {DM_DIR}", hint="run `hoprag dm train` first")

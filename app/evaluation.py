@@ -70,8 +70,9 @@ class RunConfig:
 
 def chainrag_signature(settings: Settings) -> str:
     """The ChainRAG settings that change answers."""
-    return f"integration={settings.chain_integration} tau_rel={settings.tau_rel} " + (
-        f"tau_direct={settings.tau_direct}"
+    return (
+        f"integration={settings.chain_integration} tau_rel={settings.tau_rel} "
+        f"tau_direct={settings.tau_direct} {dm_signature(settings)}"
     )
 
 
@@ -90,16 +91,20 @@ def deft_signature(settings: Settings) -> str:
         "qa_cache",
         "graph_expansion",
     )
+    return " ".join([*(f"{n}={getattr(settings, n)}" for n in names), dm_signature(settings)])
+
+
+def dm_signature(settings: Settings) -> str:
+    """Which decision model judges: the zero-shot calibration and, when used, the trained
+    DM (its dm.json holds the calibration and the kinds it serves)."""
+    from app.dm_train import DM_DIR
     from tools.decision import CALIBRATION_FILE
 
-    calibration = (
-        hashlib.sha256(CALIBRATION_FILE.read_bytes()).hexdigest()[:12]
-        if CALIBRATION_FILE.is_file()
-        else "none"
-    )
-    return " ".join(
-        [*(f"{n}={getattr(settings, n)}" for n in names), f"dm_calibration={calibration}"]
-    )
+    def digest(path: Path) -> str:
+        return hashlib.sha256(path.read_bytes()).hexdigest()[:12] if path.is_file() else "none"
+
+    trained = digest(DM_DIR / "dm.json") if settings.trained_dm else "off"
+    return f"dm_calibration={digest(CALIBRATION_FILE)} trained_dm={trained}"
 
 
 def derived_index_name(corpus: Path, fp: str) -> str:

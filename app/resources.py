@@ -38,7 +38,8 @@ class Resources:
             index.manifest["fingerprint"],
             embedder,
         )
-        dm = DecisionModel(gateway, embedder, index=index, trained=TrainedDM.load(DM_DIR))
+        trained = TrainedDM.load(DM_DIR) if settings.trained_dm else None
+        dm = DecisionModel(gateway, embedder, index=index, trained=trained)
         return cls(
             settings,
             gateway,

@@ -191,6 +191,13 @@ class Settings:
             "or no answer."
         },
     )
+    trained_dm: bool = field(
+        default=True,
+        metadata={
+            "description": "Use the trained decision model (app/data/dm) for the kinds where "
+            "it measured better than the zero-shot one; off: zero-shot for every kind."
+        },
+    )
     chain_integration: str = field(
         default="answer",
         metadata={

@@ -21,8 +21,6 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from prompts import PROMPT_DIR
-
 EXAMPLES_FILE = Path(__file__).parent / "data" / "sub_question_examples.json"
 _BACKREF = re.compile(r"#(\d+)")
 _DISAMBIGUATION = re.compile(r"\s*\([^)]*\)\s*$")
@@ -42,6 +40,8 @@ class GoldChain:
 
 @cache
 def relation_questions() -> dict[str, str]:
+    from prompts import PROMPT_DIR  # here, so the DM trainer runs without langchain
+
     data = json.loads((PROMPT_DIR / "relation_questions.json").read_text(encoding="utf-8"))
     return {k: v for k, v in data.items() if not k.startswith("_")}
 
