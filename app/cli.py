@@ -7,6 +7,7 @@ import os
 import sys
 import warnings
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -548,7 +549,7 @@ def dm_eval(
     ] = Path("dm_data"),
     out: Annotated[
         Path, typer.Option("--out", help="Where dm_eval.json and the reliability PNGs go.")
-    ] = Path("bench/results/dm_eval"),
+    ] = Path("docs/dm_eval"),
     llm_per_kind: Annotated[
         int, typer.Option(help="Dev examples per kind for the zero-shot chat-model backend.")
     ] = 40,
@@ -600,6 +601,9 @@ def dm_eval(
     meta = json.loads((DM_DIR / "dm.json").read_text())
     (DM_DIR / "dm.json").write_text(json.dumps({**meta, "use_for": use_for}, indent=2) + "\n")
     report["use_for"] = use_for
+    report["date"] = datetime.now(UTC).isoformat(timespec="seconds")
+    report["command"] = f"hoprag dm eval --data {data} --llm-per-kind {llm_per_kind}"
+    report["trained_dm"] = {k: meta.get(k) for k in ("version", "recipe", "device")}
     (out / "dm_eval.json").write_text(json.dumps(report, indent=2) + "\n")
     typer.echo(json.dumps(report, indent=2))
 

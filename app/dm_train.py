@@ -242,10 +242,14 @@ def save_adapter(
     (out_dir / "training.json").write_text(json.dumps(training, indent=2) + "\n")
 
 
-def calibrate(data_dir: Path, out_dir: Path = DM_DIR, passages: Any = None) -> dict[str, Any]:
+def calibrate(
+    data_dir: Path, out_dir: Path = DM_DIR, passages: Any = None, progress: bool = True
+) -> dict[str, Any]:
     """Fit the per-kind temperatures on held-apart `calib` examples and the `direct`
     logistic model on train + calib questions, for the adapter saved in `out_dir`;
     `passages(benchmark, ids)` gives `direct` its texts. Writes `dm.json`."""
+    from tqdm import tqdm
+
     from app.dm_data import read_jsonl
     from tools.decision import fit_platt, sigmoid
 
@@ -267,7 +271,12 @@ def calibrate(data_dir: Path, out_dir: Path = DM_DIR, passages: Any = None) -> d
         return [sigmoid(platt["rel"]["a"] * x + platt["rel"]["b"]) for x in logits]
 
     direct_rows = [e for e in train_set + calib_set if e.kind == "direct"]
-    x = np.array([direct_features(rel_probabilities(e)) for e in direct_rows])
+    x = np.array(
+        [
+            direct_features(rel_probabilities(e))
+            for e in tqdm(direct_rows, desc="fitting direct", unit="question", disable=not progress)
+        ]
+    )
     direct = fit_logistic(x, np.array([e.label for e in direct_rows], dtype=float))
     meta = {
         **training,

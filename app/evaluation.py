@@ -42,6 +42,7 @@ PER_QUESTION_METRICS = (
     "input_tokens",
     "output_tokens",
     "dm_calls",
+    "dm_seconds",
 )
 SUMMARY_COLUMNS = ("n", *PER_QUESTION_METRICS, "seconds_median", "seconds_p90")
 
@@ -246,6 +247,7 @@ def answer_one(
         "input_tokens": int(cost["input_tokens"]),
         "output_tokens": int(cost["output_tokens"]),
         "dm_calls": len(final.get("decisions") or []),
+        "dm_seconds": round(sum(d.get("seconds", 0.0) for d in final.get("decisions") or []), 3),
         "seconds": round(seconds, 3),
         "trace": trace,
     }
@@ -270,7 +272,7 @@ def summarise(records: list[dict[str, Any]]) -> dict[str, Any]:
         seconds = [r["seconds"] for r in rows]
         return {
             "n": len(rows),
-            **{k: _mean(r[k] for r in rows) for k in PER_QUESTION_METRICS},
+            **{k: _mean(r.get(k) for r in rows) for k in PER_QUESTION_METRICS},
             "seconds_median": round(statistics.median(seconds), 3) if seconds else None,
             "seconds_p90": _percentile(seconds, 0.9),
         }

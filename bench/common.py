@@ -19,18 +19,19 @@ RESULTS = ROOT / "bench" / "results"
 BENCHMARKS = ("musique", "2wikimultihopqa", "hotpotqa")
 
 
-def machine() -> str:
+def machine(gpu: str | None = None) -> str:
+    """The machine in words; `gpu` names the accelerator a script ran on, if any."""
     mem_gib = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    return f"{platform.machine()}, {os.cpu_count()} cores, {mem_gib:.0f} GiB, no GPU"
+    return f"{platform.machine()}, {os.cpu_count()} cores, {mem_gib:.0f} GiB, {gpu or 'no GPU'}"
 
 
-def save(name: str, payload: dict[str, Any]) -> Path:
+def save(name: str, payload: dict[str, Any], gpu: str | None = None) -> Path:
     """Write one benchmark's results with date and machine, for docs/BENCHMARKS.md."""
     RESULTS.mkdir(parents=True, exist_ok=True)
     out = RESULTS / f"{name}.json"
     payload = {
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "machine": machine(),
+        "machine": machine(gpu),
         **payload,
     }
     out.write_text(json.dumps(payload, indent=2))

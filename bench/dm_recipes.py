@@ -6,7 +6,7 @@ so it cannot change AUC) and training seconds. The comparison decides the defaul
 `Recipe` of `app/dm_train.py`; it needs a GPU to finish in minutes (on the 2-core CPU one
 epoch takes about 40 minutes), and runs anywhere torch does.
 
-    python -m bench.dm_recipes --data dm_data --out bench/results/dm_recipes
+    python -m bench.dm_recipes --data dm_data [--adapters DIR] [--recipes NAME...]
 """
 
 from __future__ import annotations
@@ -14,11 +14,15 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 from app.dm_data import read_jsonl
 from app.dm_eval import auc
 from app.dm_train import CROSS_KINDS, Recipe, device, save_adapter, train_cross_encoder
+from bench.common import RESULTS, machine, save
+
+COMMAND = "python -m bench.dm_recipes --data dm_data"
 
 LORA_R32 = {"r": 32, "lora_alpha": 64, "lora_dropout": 0.05}
 RECIPES = {
@@ -34,25 +38,29 @@ RECIPES = {
 
 
 def main() -> None:
+    import torch
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=Path("dm_data"))
-    parser.add_argument("--out", type=Path, default=Path("bench/results/dm_recipes"))
+    parser.add_argument(
+        "--adapters", type=Path, default=None, help="Also save each LoRA adapter here."
+    )
     parser.add_argument("--recipes", nargs="*", default=list(RECIPES), choices=list(RECIPES))
     args = parser.parse_args()
     train_set = read_jsonl(args.data / "train.jsonl")
     dev = [e for e in read_jsonl(args.data / "dev.jsonl") if e.kind in CROSS_KINDS]
-    args.out.mkdir(parents=True, exist_ok=True)
-    table = args.out / "recipes.json"
-    results = json.loads(table.read_text()) if table.is_file() else {}
+    gpu = torch.cuda.get_device_name() if device() == "cuda" else None
+    previous = RESULTS / "dm_recipes.json"
+    rows = json.loads(previous.read_text())["rows"] if previous.is_file() else {}
     for name in args.recipes:
         recipe = RECIPES[name]
         started = time.monotonic()
         encoder = train_cross_encoder(train_set, recipe)
         seconds = time.monotonic() - started
         logits = encoder.logits([(e.kind, e.text_a, e.text_b) for e in dev], batch_size=256)
-        results[name] = {
-            "recipe": recipe.__dict__,
-            "device": device(),
+        rows[name] = {
+            "recipe": asdict(recipe),
+            "machine": machine(gpu),
             "train_seconds": round(seconds, 1),
             "dev_auc": {
                 kind: auc(
@@ -62,10 +70,10 @@ def main() -> None:
                 for kind in CROSS_KINDS
             },
         }
-        print(name, json.dumps(results[name]), flush=True)
-        if recipe.lora is not None:  # a full fine-tune is 90 MB: its numbers suffice
-            save_adapter(encoder, args.out / name, recipe, len(train_set), seconds)
-        table.write_text(json.dumps(results, indent=2) + "\n")
+        print(name, json.dumps(rows[name]), flush=True)
+        if args.adapters and recipe.lora is not None:  # a full fine-tune is 90 MB
+            save_adapter(encoder, args.adapters / name, recipe, len(train_set), seconds)
+        save("dm_recipes", {"command": COMMAND, "rows": rows}, gpu)
 
 
 if __name__ == "__main__":

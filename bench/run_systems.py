@@ -27,6 +27,7 @@ SYSTEMS = ("vanilla", "oracle", "deft", "closed_book", "iterative", "chainrag")
 # Run folders for a system under other settings: name -> (system, environment).
 VARIANTS = {
     "deft-noexpand": ("deft", {"HOPRAG_GRAPH_EXPANSION": "off"}),
+    "deft-zeroshot": ("deft", {"HOPRAG_TRAINED_DM": "off"}),
     "chainrag-context": ("chainrag", {"HOPRAG_CHAIN_INTEGRATION": "context"}),
 }
 

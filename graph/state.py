@@ -52,6 +52,7 @@ class Decision(TypedDict):
     threshold: float
     outcome: bool
     backend: str
+    seconds: float  # time the DM took (a batch's time shared by its decisions)
 
 
 def merge_passages(

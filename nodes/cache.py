@@ -9,7 +9,7 @@ from langgraph.runtime import Runtime
 
 from app.settings import Settings
 from graph.state import DeftState
-from nodes.decisions import decide
+from nodes.decisions import decide, timed
 from tools.decision import DecisionModel
 from tools.qa_cache import QACache
 
@@ -34,13 +34,15 @@ def lookup_qa_cache(
         }
     decisions = []
     for candidate in cache.similar(sub_question):
+        p_yes, seconds = timed(lambda c=candidate: dm.p_same(sub_question, c["sub_question"]))
         decision = decide(
             "same",
             state.get("hop", 0),
             [candidate["sub_question"]],
-            dm.p_same(sub_question, candidate["sub_question"]),
+            p_yes,
             settings.tau_same,
             dm.backend("same"),
+            seconds,
         )
         decisions.append(decision)
         if decision["outcome"]:

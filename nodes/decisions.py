@@ -4,15 +4,32 @@ anyone streaming the run in `custom` mode (`hoprag ask --trace`, Studio)."""
 from __future__ import annotations
 
 import contextlib
-from typing import Any
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from langgraph.config import get_stream_writer
 
 from graph.state import Decision
 
+T = TypeVar("T")
+
+
+def timed(dm_call: Callable[[], T]) -> tuple[T, float]:
+    """A DM call's result and its seconds: the DM's share of a run's time is reported."""
+    started = time.perf_counter()
+    result = dm_call()
+    return result, time.perf_counter() - started
+
 
 def decide(
-    kind: str, step: int, inputs: list[Any], p_yes: float, threshold: float, backend: str
+    kind: str,
+    step: int,
+    inputs: list[Any],
+    p_yes: float,
+    threshold: float,
+    backend: str,
+    seconds: float = 0.0,
 ) -> Decision:
     decision = Decision(
         kind=kind,
@@ -22,6 +39,7 @@ def decide(
         threshold=threshold,
         outcome=bool(p_yes >= threshold),
         backend=backend,
+        seconds=round(seconds, 4),
     )
     # Outside a graph run (tests, tools) there is nothing to stream to.
     with contextlib.suppress(RuntimeError):

@@ -15,7 +15,7 @@ from app.llm import LLMGateway
 from app.settings import Settings
 from graph.state import DeftState
 from nodes.answer import answered, read_passages
-from nodes.decisions import decide
+from nodes.decisions import decide, timed
 from nodes.relevance import judge_relevance
 from tools.decision import DecisionModel
 
@@ -27,19 +27,20 @@ def check_direct_answer(
         return {"direct": False}  # no direct branch: spend no call on the depth estimate
     settings = Settings.of(runtime)
     question = state["question"]
-    shallow = decide(
-        "depth", 0, [], dm.p_shallow(question), settings.tau_shallow, dm.backend("depth")
-    )
+    p_yes, seconds = timed(lambda: dm.p_shallow(question))
+    shallow = decide("depth", 0, [], p_yes, settings.tau_shallow, dm.backend("depth"), seconds)
     decisions = [shallow]
     if shallow["outcome"]:
         passages = state.get("question_passages") or []
+        p_yes, seconds = timed(lambda: dm.p_direct(question, passages))
         direct = decide(
             "direct",
             0,
             [p["id"] for p in passages],
-            dm.p_direct(question, passages),
+            p_yes,
             settings.tau_direct,
             dm.backend("direct"),
+            seconds,
         )
         decisions.append(direct)
     return {"direct": decisions[-1]["outcome"] and shallow["outcome"], "decisions": decisions}

@@ -9,7 +9,7 @@ from langgraph.runtime import Runtime
 
 from app.settings import Settings
 from graph.state import Decision, DeftState
-from nodes.decisions import decide
+from nodes.decisions import decide, timed
 from tools.decision import DecisionModel
 
 FEW_RELEVANT_KEEP = 2  # exactly one passage passes: keep the top 2
@@ -39,10 +39,11 @@ def judge_relevance(
     step: int,
 ) -> tuple[list[dict[str, Any]], list[Decision]]:
     """Score every passage, apply the keep rules, and record one decision per passage."""
-    scores = dm.p_rel(question, passages)
+    scores, seconds = timed(lambda: dm.p_rel(question, passages))
     kept = keep_relevant(passages, scores, settings.tau_rel, settings.max_kept)
+    share = seconds / max(1, len(passages))
     decisions = [
-        decide("rel", step, [p["id"]], s, settings.tau_rel, dm.backend("rel"))
+        decide("rel", step, [p["id"]], s, settings.tau_rel, dm.backend("rel"), share)
         for p, s in zip(passages, scores, strict=True)
     ]
     return kept, decisions

@@ -8,7 +8,7 @@ from langgraph.runtime import Runtime
 
 from app.settings import Settings
 from graph.state import DeftState
-from nodes.decisions import decide
+from nodes.decisions import decide, timed
 from tools.decision import DecisionModel
 
 
@@ -20,12 +20,14 @@ def check_sufficiency(
     if not grew:
         return {"sufficient": False}  # F_t == F_{t-1}: the last judgement still holds
     settings = Settings.of(runtime)
+    p_yes, seconds = timed(lambda: dm.p_suff(state["question"], table))
     decision = decide(
         "suff",
         state.get("hop", 0),
         [len(table)],
-        dm.p_suff(state["question"], table),
+        p_yes,
         settings.tau_suff,
         dm.backend("suff"),
+        seconds,
     )
     return {"sufficient": decision["outcome"], "decisions": [decision]}

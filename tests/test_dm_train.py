@@ -107,3 +107,21 @@ def test_a_damaged_adapter_falls_back_with_a_warning_naming_it(
     with pytest.warns(UserWarning, match=str(folder)):
         assert TrainedDM.load(folder) is None
     assert TrainedDM.load(tmp_path / "nothing-here") is None  # never trained: silent
+
+
+def test_length_buckets_use_every_example_once_in_batches_of_similar_length() -> None:
+    rows = [DMExample("rel", "q", "w " * n, n % 2, "how", "t", str(n)) for n in range(1, 2001)]
+    batches = dm_train.length_buckets(rows, 16)
+    assert sorted(e.question_id for b in batches for e in b) == sorted(e.question_id for e in rows)
+    assert all(len(b) <= 16 for b in batches) and len(batches) <= 2000 // 16 + 3
+    # A random batch of these spans about 3,000 characters; a bucketed one about 80.
+    spread = [max(len(e.text_b) for e in b) - min(len(e.text_b) for e in b) for b in batches]
+    assert np.median(spread) < 300
+
+
+def test_a_half_trained_dm_is_never_served(trained: tuple[Path, dict], tmp_path: Path) -> None:
+    folder = tmp_path / "dm"
+    shutil.copytree(trained[0], folder)
+    (folder / "dm.json").unlink()  # training saved the adapter, calibration never ran
+    assert (folder / "training.json").is_file()
+    assert TrainedDM.load(folder) is None
