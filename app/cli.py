@@ -481,6 +481,9 @@ def _benchmark_passages(settings: Settings) -> Callable[[str, list[int]], list[s
     return passages
 
 
+DMDataOpt = Annotated[Path, typer.Option("--data", help="Folder written by `hoprag dm data`.")]
+
+
 def _require_dm_data(data: Path, names: Sequence[str]) -> None:
     for name in names:
         if not (data / name).is_file():
@@ -511,9 +514,7 @@ def dm_data(
 
 @dm_app.command("train")
 def dm_train(
-    data: Annotated[
-        Path, typer.Option("--data", help="Folder written by `hoprag dm data`.")
-    ] = Path("dm_data"),
+    data: DMDataOpt = Path("dm_data"),
 ) -> None:
     """LoRA-train the MiniLM cross-encoder DM, calibrate it per kind, save it in app/data/dm."""
     from app import dm_train as trainer
@@ -525,9 +526,7 @@ def dm_train(
 
 @dm_app.command("calibrate")
 def dm_calibrate(
-    data: Annotated[
-        Path, typer.Option("--data", help="Folder written by `hoprag dm data`.")
-    ] = Path("dm_data"),
+    data: DMDataOpt = Path("dm_data"),
 ) -> None:
     """Refit the per-kind temperatures and the `direct` model of the saved adapter (for
     an adapter trained elsewhere, e.g. by `bench.dm_recipes` on a GPU)."""
@@ -544,15 +543,16 @@ def dm_calibrate(
 
 @dm_app.command("eval")
 def dm_eval(
-    data: Annotated[
-        Path, typer.Option("--data", help="Folder written by `hoprag dm data`.")
-    ] = Path("dm_data"),
+    data: DMDataOpt = Path("dm_data"),
     out: Annotated[
         Path, typer.Option("--out", help="Where dm_eval.json and the reliability PNGs go.")
     ] = Path("docs/dm_eval"),
     llm_per_kind: Annotated[
         int, typer.Option(help="Dev examples per kind for the zero-shot chat-model backend.")
     ] = 40,
+    max_per_kind: Annotated[
+        int, typer.Option(help="Dev examples per kind (a seeded sample) for the trained DM.")
+    ] = 1500,
 ) -> None:
     """AUC, accuracy, ECE and reliability diagrams on dev: trained DM vs zero-shot; the
     trained DM then serves each kind where its AUC is at least the zero-shot one."""
@@ -588,6 +588,7 @@ def dm_eval(
             out,
             llm_per_kind,
             thresholds,
+            max_per_kind,
         )
     finally:
         gateway.close()
@@ -602,7 +603,9 @@ def dm_eval(
     (DM_DIR / "dm.json").write_text(json.dumps({**meta, "use_for": use_for}, indent=2) + "\n")
     report["use_for"] = use_for
     report["date"] = datetime.now(UTC).isoformat(timespec="seconds")
-    report["command"] = f"hoprag dm eval --data {data} --llm-per-kind {llm_per_kind}"
+    report["command"] = (
+        f"hoprag dm eval --data {data} --llm-per-kind {llm_per_kind} --max-per-kind {max_per_kind}"
+    )
     report["trained_dm"] = {k: meta.get(k) for k in ("version", "recipe", "device")}
     (out / "dm_eval.json").write_text(json.dumps(report, indent=2) + "\n")
     typer.echo(json.dumps(report, indent=2))

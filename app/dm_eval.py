@@ -94,10 +94,12 @@ def evaluate(
     out_dir: Path,
     llm_per_kind: int,
     thresholds: dict[str, float],
+    max_per_kind: int | None = None,
 ) -> dict[str, Any]:
-    """Score dev examples with the trained DM (all of them) and the zero-shot backend (the
-    first `llm_per_kind` of each kind where it calls the chat model, which takes seconds
-    per call; all of them where it is cheap). Writes one reliability PNG per kind."""
+    """Score dev examples with the trained DM (a seeded sample of `max_per_kind` per kind,
+    all when None) and the zero-shot backend (`llm_per_kind` of those where it calls the
+    chat model, which takes seconds per call; all of them where it is cheap). Writes one
+    reliability PNG per kind."""
     import random
     import time
 
@@ -109,6 +111,8 @@ def evaluate(
         rows = [e for e in dev if e.kind == kind]
         if not rows:
             continue
+        if max_per_kind is not None and len(rows) > max_per_kind:
+            rows = rng.sample(rows, max_per_kind)
         labels = [e.label for e in rows]
         if kind == "direct":
             trained_p = [
@@ -116,7 +120,12 @@ def evaluate(
                 for e in tqdm(rows, desc="trained direct", unit="ex")
             ]
         else:
-            trained_p = trained.p(kind, [(e.text_a, e.text_b) for e in rows])
+            chunks = [rows[i : i + 256] for i in range(0, len(rows), 256)]
+            trained_p = [
+                p
+                for chunk in tqdm(chunks, desc=f"trained {kind}", unit="batch")
+                for p in trained.p(kind, [(e.text_a, e.text_b) for e in chunk])
+            ]
         backend = zero_shot.backend(kind)
         sample = rows
         if backend == "llm" and len(rows) > llm_per_kind:
