@@ -16,7 +16,7 @@ import pytest
 
 import app.resources
 from app.errors import UserError
-from app.evaluation import run_eval
+from app.evaluation import chainrag_signature, deft_signature, run_eval
 from app.settings import Settings
 from tests.conftest import HOPRAG, SAMPLE_CORPUS, SAMPLE_QUESTIONS, assert_user_error, run_cli
 
@@ -250,3 +250,10 @@ def _assert_report_renders(report: Path) -> None:
     ).stdout
     assert 'data-loaded="3/3"' in dom, dom[:500]
     assert len(list(report.parent.glob("*.png"))) == 3
+
+
+def test_a_run_signature_names_the_decision_model_that_judged() -> None:
+    on, off = Settings(), Settings().with_overrides(trained_dm=False)
+    assert "trained_dm=off" in deft_signature(off) and "trained_dm=off" in chainrag_signature(off)
+    assert "trained_dm=off" not in deft_signature(on)  # the dm.json digest, or none
+    assert deft_signature(on) != deft_signature(off)
