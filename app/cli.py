@@ -505,6 +505,8 @@ def serve(
         str(settings.port),
         "--config",
         str(config),
+        "--n-jobs-per-worker",
+        str(settings.jobs),
         *([] if reload else ["--no-reload"]),
     ]
     typer.echo(f"serving on http://{settings.host}:{settings.port} (Ctrl-C stops)", err=True)

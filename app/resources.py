@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from dataclasses import dataclass, field
+from functools import cache
 
 from app.dm_train import DM_DIR
 from app.embeddings import Embedder
@@ -79,3 +80,10 @@ class ResourcePool:
 
     async def aget(self, index: str) -> Resources:
         return await asyncio.to_thread(self.get, index)
+
+
+@cache
+def server_pool() -> ResourcePool:
+    """The server process's one pool. It lives here, not in graph/server.py, because the
+    server loads that file once per graph of langgraph.json, as separate modules."""
+    return ResourcePool(Settings())

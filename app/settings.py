@@ -263,6 +263,9 @@ class Settings:
         },
     )
     port: int = field(default=8123, metadata={"description": "Port of `hoprag serve`."})
+    jobs: int = field(
+        default=8, metadata={"description": "Runs `hoprag serve` executes at the same time."}
+    )
     postgres_url: str = field(
         default="",
         metadata={

@@ -1,8 +1,8 @@
 """Graph factories for `langgraph dev` / LangGraph Server (see langgraph.json).
 
 The server calls a factory for each run and each state read, on its event loop. The
-factories are async: models and stores are opened once per process (per index) by a
-`ResourcePool`, in a worker thread, and injected into the graph; LangGraph runs the
+factories are async: models and stores are opened once per process (per index) by the
+`server_pool`, in a worker thread, and injected into the graph; LangGraph runs the
 graph's synchronous nodes in its thread pool, so nothing blocks the loop. The index
 comes from the run's `configurable.index`, else HOPRAG_INDEX.
 """
@@ -12,16 +12,14 @@ from __future__ import annotations
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
 
-from app.resources import ResourcePool
-from app.settings import Settings
+from app.resources import server_pool
 from graph.systems import build_system
-
-POOL = ResourcePool(Settings())
 
 
 async def _graph(name: str, config: RunnableConfig) -> CompiledStateGraph:
-    index = str((config.get("configurable") or {}).get("index") or POOL.settings.index)
-    return build_system(name, await POOL.aget(index))
+    pool = server_pool()
+    index = str((config.get("configurable") or {}).get("index") or pool.settings.index)
+    return build_system(name, await pool.aget(index))
 
 
 async def vanilla(config: RunnableConfig) -> CompiledStateGraph:

@@ -1,12 +1,12 @@
-"""`langgraph dev` serves the graphs of langgraph.json (Studio-style inspection): a real
-server on a free loopback port, driven through `langgraph_sdk`."""
+"""`hoprag serve` (what `make serve` runs): `langgraph dev` with every graph of
+langgraph.json on a free loopback port, without --allow-blocking, driven through
+`langgraph_sdk` as a chat client would."""
 
 from __future__ import annotations
 
 import os
 import signal
 import subprocess
-import sys
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -16,78 +16,112 @@ import pytest
 from langgraph_sdk import get_sync_client
 
 from app.llm import free_port
-from tests.conftest import ROOT
-
-LANGGRAPH = str(Path(sys.executable).with_name("langgraph"))
+from tests.conftest import HOPRAG, ROOT
 
 
-@pytest.fixture(scope="module")
-def server_url(home: Path, sample_index: str, tmp_path_factory) -> Iterator[str]:
+def start_server(home: Path, index: str, log: Path, **env: str) -> tuple[subprocess.Popen, str]:
+    """`hoprag serve` on a free port, once it answers /ok."""
     port = free_port()
-    log = (tmp_path_factory.mktemp("langgraph-dev") / "server.log").open("wb")
-    env = {
-        **os.environ,
-        "HOPRAG_HOME": str(home),
-        "HOPRAG_INDEX": sample_index,
-        "LANGSMITH_TRACING": "false",
-        "LANGGRAPH_CLI_NO_ANALYTICS": "1",
-    }
     proc = subprocess.Popen(
-        [
-            LANGGRAPH,
-            "dev",
-            "--no-browser",
-            "--no-reload",
-            "--allow-blocking",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--config",
-            str(ROOT / "langgraph.json"),
-        ],
+        [HOPRAG, "serve"],
         cwd=ROOT,
-        env=env,
-        stdout=log,
+        env={
+            **os.environ,
+            "HOPRAG_HOME": str(home),
+            "HOPRAG_INDEX": index,
+            "HOPRAG_PORT": str(port),
+            **env,
+        },
+        stdout=log.open("wb"),
         stderr=subprocess.STDOUT,
         start_new_session=True,
     )
     url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, f"hoprag serve exited; see {log}"
+        try:
+            with urllib.request.urlopen(f"{url}/ok", timeout=2):
+                return proc, url
+        except OSError:
+            time.sleep(0.5)
+    stop_server(proc)
+    raise AssertionError(f"hoprag serve did not answer in 180 s; see {log}")
+
+
+def stop_server(proc: subprocess.Popen) -> None:
+    os.killpg(proc.pid, signal.SIGTERM)
+    proc.wait(timeout=60)
+
+
+@pytest.fixture(scope="module")
+def served(home: Path, sample_index: str, tmp_path_factory) -> Iterator[tuple[str, Path]]:
+    log = tmp_path_factory.mktemp("hoprag-serve") / "server.log"
+    proc, url = start_server(home, sample_index, log)
     try:
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline:
-            assert proc.poll() is None, f"langgraph dev exited; see {log.name}"
-            try:
-                with urllib.request.urlopen(f"{url}/ok", timeout=2):
-                    break
-            except OSError:
-                time.sleep(0.5)
-        yield url
+        yield url, log
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=60)
-        log.close()
+        stop_server(proc)
 
 
-def test_langgraph_dev_serves_every_graph(server_url: str) -> None:
-    client = get_sync_client(url=server_url)
+@pytest.fixture(scope="module")
+def server_url(served: tuple[str, Path]) -> str:
+    return served[0]
+
+
+def chat(client, thread_id: str, graph: str, text: str) -> tuple[list, dict]:
+    """One chat turn, streamed: the `updates` and `custom` events, and the final state."""
+    events = list(
+        client.runs.stream(
+            thread_id,
+            graph,
+            input={"messages": [{"role": "user", "content": text}]},
+            stream_mode=["updates", "custom"],
+        )
+    )
+    return events, client.threads.get_state(thread_id)["values"]
+
+
+def test_hoprag_serve_serves_every_graph_on_loopback(served: tuple[str, Path]) -> None:
+    url, log = served
+    client = get_sync_client(url=url)
     graphs = {a["graph_id"] for a in client.assistants.search(limit=50)}
     assert {"deft", "vanilla", "iterative", "closed_book", "chainrag"} <= graphs
+    assert url.startswith("http://127.0.0.1:")
 
 
-def test_a_deft_thread_runs_through_the_sdk(server_url: str) -> None:
-    client = get_sync_client(url=server_url)
-    thread = client.threads.create()
-    final = client.runs.wait(
-        thread["thread_id"],
-        "deft",
-        input={"messages": [{"role": "user", "content": "Who founded Tavistrom College?"}]},
-    )
-    assert final["question"] == "Who founded Tavistrom College?"
-    assert final["answer"] and final["messages"][-1]["type"] == "ai"
-    assert final["decisions"], "every run records its decisions"
-    state = client.threads.get_state(thread["thread_id"])
-    assert state["values"]["answer"] == final["answer"]
+def test_a_deft_chat_follow_up_is_made_self_contained_and_cites_sources(
+    served: tuple[str, Path],
+) -> None:
+    url, log = served
+    client = get_sync_client(url=url)
+    thread = client.threads.create()["thread_id"]
+    events, first = chat(client, thread, "deft", "Who founded Velloway Ironworks?")
+    assert "farrengast" in first["answer"].lower()
+    assert not first.get("contextualised_from"), "no history: the question is taken as asked"
+    updates = [e.data for e in events if e.event == "updates"]
+    assert "retrieve_question_passages" in {node for u in updates for node in u}
+    decisions = [e.data["decision"] for e in events if e.event == "custom" and "decision" in e.data]
+    assert decisions and {"p_yes", "threshold", "outcome"} <= set(decisions[0])
+
+    events, second = chat(client, thread, "deft", "and where was she born?")
+    assert second["contextualised_from"] == "and where was she born?"
+    assert "farrengast" in second["question"].lower()
+    assert "oskelund" in second["answer"].lower()
+    reply = second["messages"][-1]
+    assert reply["type"] == "ai" and [m["type"] for m in second["messages"]] == [
+        "human",
+        "ai",
+        "human",
+        "ai",
+    ]
+    cited = reply["additional_kwargs"]["citations"]
+    assert {"id": 14, "title": "Odile Farrengast"} in cited
+    assert "[14] Odile Farrengast" in reply["content"]
+    # The second turn starts clean: its decisions are its own, not the first turn's too.
+    streamed = [e for e in events if e.event == "custom" and "decision" in e.data]
+    assert len(second["decisions"]) == len(streamed)
+    assert "BlockingError" not in log.read_text(errors="replace")
 
 
 def test_a_chainrag_thread_runs_through_the_sdk(server_url: str) -> None:
@@ -98,3 +132,4 @@ def test_a_chainrag_thread_runs_through_the_sdk(server_url: str) -> None:
     )
     assert final["plan"] and len(final["chain"]) == len(final["plan"])
     assert final["answer"] and final["messages"][-1]["type"] == "ai"
+    assert [m["type"] for m in final["messages"]] == ["human", "ai"]
