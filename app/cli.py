@@ -199,7 +199,7 @@ def graph_build(
     from app.embeddings import Embedder
     from app.graph_build import build_sentence_graph, previous_vectors
     from app.indexing import name_lock
-    from app.store import CorpusIndex
+    from app.store import CorpusIndex, seal
 
     settings = _settings()
     corpus = CorpusIndex.open(settings, index)
@@ -210,6 +210,7 @@ def graph_build(
             folder, Embedder(), progress=not quiet, reuse=previous_vectors(folder)
         )
         manifest["graph_edges"] = report["edges"]
+        seal(folder, manifest)
         tmp = folder / ".manifest.json.tmp"
         tmp.write_text(json.dumps(manifest, indent=2))
         os.replace(tmp, folder / "manifest.json")

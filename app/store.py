@@ -8,10 +8,15 @@ Layout of ``$HOPRAG_HOME/indexes/NAME/``::
                     is named after the corpus fingerprint so a rebuilt index never
                     meets a stale in-process Chroma client
     bm25/           bm25s index over title + text
+
+The manifest records the sha256 of every file but Chroma's (which Chroma itself writes
+to when opened), and opening an index checks them: a damaged file is reported, never
+silently used.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import shutil
@@ -70,6 +75,32 @@ def chroma_client(path: Path) -> Any:
     )
 
 
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def seal(folder: Path, manifest: dict[str, Any]) -> None:
+    """Record in `manifest` the sha256 of every file of the index folder but the
+    manifest and the Chroma folder."""
+    chroma = folder / manifest["chroma_dir"]
+    manifest["checksums"] = {
+        str(p.relative_to(folder)): _sha256(p)
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and p.name != "manifest.json" and chroma not in p.parents
+    }
+
+
+def _damaged(name: str, path: Path, what: str) -> UserError:
+    return UserError(
+        f"index {name!r} at {path} is damaged ({what})",
+        hint=f"rebuild it with `hoprag index PATH --name {name}`",
+    )
+
+
 @dataclass(frozen=True)
 class PassageRecord:
     id: int
@@ -105,10 +136,29 @@ class CorpusIndex:
                 f"index {self.name!r} was built by another hoprag version",
                 hint=f"rebuild it with `hoprag index PATH --name {self.name}`",
             )
+        self._verify()
         self.db = sqlite3.connect(
             f"file:{path / 'hoprag.sqlite'}?mode=ro", uri=True, check_same_thread=False
         )
+        try:
+            (count,) = self.db.execute("SELECT COUNT(*) FROM passages").fetchone()
+        except sqlite3.DatabaseError as exc:
+            self.db.close()
+            raise _damaged(self.name, path, f"hoprag.sqlite: {exc}") from None
+        if count != self.manifest.get("passages"):
+            self.db.close()
+            raise _damaged(self.name, path, f"hoprag.sqlite holds {count} passages")
         self._collection: Any = None
+
+    def _verify(self) -> None:
+        """Every file the manifest has a checksum for is there, unchanged (indexes built
+        before checksums were recorded get the passage count check alone)."""
+        for name, expected in (self.manifest.get("checksums") or {}).items():
+            file = self.path / name
+            if not file.is_file():
+                raise _damaged(self.name, self.path, f"{name} is missing")
+            if _sha256(file) != expected:
+                raise _damaged(self.name, self.path, f"{name} does not match its checksum")
 
     @classmethod
     def open(cls, settings: Settings, name: str) -> CorpusIndex:
@@ -124,8 +174,11 @@ class CorpusIndex:
     @property
     def collection(self) -> Any:
         if self._collection is None:
-            client = chroma_client(self.path / self.manifest["chroma_dir"])
-            self._collection = client.get_collection(COLLECTION)
+            try:
+                client = chroma_client(self.path / self.manifest["chroma_dir"])
+                self._collection = client.get_collection(COLLECTION)
+            except Exception as exc:  # Chroma raises many types for a damaged store
+                raise _damaged(self.name, self.path, f"Chroma: {str(exc)[:200]}") from None
         return self._collection
 
     def __len__(self) -> int:
