@@ -26,9 +26,19 @@ def redact(url: str) -> str:
     return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", url)
 
 
+def no_such_run(thread_id: str) -> UserError:
+    return UserError(
+        f"no run with thread id {thread_id!r}",
+        hint="`hoprag ask` prints the thread id of every run",
+    )
+
+
 @contextmanager
-def open_checkpointer(settings: Settings) -> Iterator[BaseCheckpointSaver]:
-    """The checkpointer the settings select, its tables created if needed."""
+def open_checkpointer(
+    settings: Settings, *, reading: str | None = None
+) -> Iterator[BaseCheckpointSaver]:
+    """The checkpointer the settings select, its tables created if needed; `reading` a
+    thread's runs creates nothing (no SQLite file: no such run)."""
     if settings.postgres_url:
         with _postgres(settings.postgres_url) as saver:
             yield saver
@@ -36,6 +46,8 @@ def open_checkpointer(settings: Settings) -> Iterator[BaseCheckpointSaver]:
     from langgraph.checkpoint.sqlite import SqliteSaver
 
     path = settings.home / "checkpoints.sqlite"
+    if reading is not None and not path.is_file():
+        raise no_such_run(reading)
     settings.home.mkdir(parents=True, exist_ok=True)
     conn = sqlite3.connect(path, check_same_thread=False)
     try:
@@ -116,10 +128,7 @@ def read_run(saver: BaseCheckpointSaver, thread_id: str) -> RunRecord:
     nodes still due if it stopped early. Reads the checkpoints alone: no model loads."""
     history = list(saver.list({"configurable": {"thread_id": thread_id}}))[::-1]
     if not history:
-        raise UserError(
-            f"no run with thread id {thread_id!r}",
-            hint="`hoprag ask` prints the thread id of every run",
-        )
+        raise no_such_run(thread_id)
     starts = [i for i, t in enumerate(history) if t.metadata.get("source") == "input"]
     turn = history[starts[-1] if starts else 0 :]
     record = RunRecord(thread_id, dict(turn[-1].metadata or {}))

@@ -413,7 +413,7 @@ def _read_thread(thread_id: str) -> Any:
 
     if not thread_id.strip() or len(thread_id) > 200:
         raise UserError(f"{thread_id[:40]!r} is not a thread id", hint="see `hoprag ask`")
-    with open_checkpointer(_settings()) as saver:
+    with open_checkpointer(_settings(), reading=thread_id) as saver:
         return read_run(saver, thread_id)
 
 

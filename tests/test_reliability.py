@@ -4,22 +4,29 @@ malformed commands, and a passage that tries to give the model orders."""
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 import shutil
+import signal
 import socket
+import sqlite3
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 from langchain_core.messages import HumanMessage
 
 from app.checkpoints import open_checkpointer
 from app.errors import ServiceError, UserError
 from app.llm import LLMGateway, free_port
-from app.settings import Settings
+from app.settings import MAX_QUESTION_CHARS, Settings
 from app.store import CorpusIndex
-from tests.conftest import assert_user_error, run_cli
+from tests.conftest import HOPRAG, assert_user_error, run_cli
 
 TWO_HOPS = "Which river flows through the town where Tavistrom College is located?"
 
@@ -114,3 +121,138 @@ def test_a_damaged_qa_cache_is_reported(index_copy: Settings, sample_index: str)
     cache = index_copy.indexes_dir / f"{sample_index}.qa_cache.sqlite"
     cache.write_bytes(b"\x01" * 8192)
     assert_user_error(run_cli("cache", "stats", home=index_copy.home), "QA cache", "damaged")
+
+
+def stored_data(home: Path) -> dict[str, object]:
+    """What the stores hold: the bytes of every index file, the QA cache's entries and
+    the checkpoints (rows, not SQLite's files, which WAL bookkeeping touches on open)."""
+    data: dict[str, object] = {}
+    for path in sorted((home / "indexes").rglob("*")):
+        if path.is_file() and ".qa_cache.sqlite" not in path.name:
+            data[str(path.relative_to(home))] = hashlib.sha256(path.read_bytes()).hexdigest()
+    queries = {
+        "qa_cache.sqlite": "SELECT * FROM entries ORDER BY id",
+        "checkpoints.sqlite": "SELECT thread_id, checkpoint_id FROM checkpoints ORDER BY 1, 2",
+    }
+    for path in [*(home / "indexes").glob("*.qa_cache.sqlite"), home / "checkpoints.sqlite"]:
+        if path.is_file():
+            query = queries[path.name.split(".", 1)[-1] if "qa_cache" in path.name else path.name]
+            with sqlite3.connect(path) as db:
+                data[path.name] = db.execute(query).fetchall()
+    return data
+
+
+def assert_clear_error(proc: subprocess.CompletedProcess[str]) -> None:
+    """Our one `error:` line, or click's usage error for a malformed command line:
+    either way a non-zero exit and no traceback."""
+    assert proc.returncode != 0, proc.stdout
+    assert "Traceback" not in proc.stderr, proc.stderr
+    if proc.stderr.startswith("error: "):
+        assert_user_error(proc)
+    else:
+        assert proc.stderr.startswith("Usage:") and "Error" in proc.stderr, proc.stderr
+
+
+DEAD_POSTGRES = {"HOPRAG_POSTGRES_URL": "postgresql://u:p@127.0.0.1:9/x"}
+MALFORMED_COMMANDS: list[tuple[tuple[str, ...], dict[str, str]]] = [
+    (("ask", ""), {}),
+    (("ask", "   \t  "), {}),
+    (("ask", "\x01\x02\x03\x7f\x1b"), {}),
+    (("ask", "\u200b\x07"), {}),
+    (("ask", "Who? " * (MAX_QUESTION_CHARS // 4)), {}),
+    (("ask", "x" * 100_000), {}),
+    (("ask", "Who founded it?", "--index", "../../etc"), {}),
+    (("ask", "Who founded it?", "--index", ""), {}),
+    (("ask", "Who founded it?", "--index", "nope"), {}),
+    (("ask", "Who founded it?", "--system", "magic"), {}),
+    (("ask", "Who founded it?", "--system", ""), {}),
+    (("ask", "Who founded it?", "--k", "0"), {}),
+    (("ask", "Who founded it?", "--k", "many"), {}),
+    (("ask", "Who founded it?", "--k", "1e9"), {}),
+    (("ask", "Who founded it?"), {"HOPRAG_W": "ten"}),
+    (("ask", "Who founded it?"), {"HOPRAG_TAU_REL": "[1, 2]"}),
+    (("ask", "Who founded it?"), DEAD_POSTGRES),
+    (("ask",), {}),
+    (("trace", "no-such-thread"), {}),
+    (("trace", ""), {}),
+    (("trace", "t" * 5000), {}),
+    (("trace", "\x01"), {}),
+    (("trace", "some-thread"), DEAD_POSTGRES),
+    (("trace",), {}),
+    (("resume", "no-such-thread"), {}),
+    (("resume", ""), {}),
+    (("index", "show", "../sample"), {}),
+    (("index", "show", "x" * 300), {}),
+    (("cache", "stats", "--index", "nope"), {}),
+    (("serve",), {"HOPRAG_PORT": "eighty"}),
+]
+
+
+def test_malformed_commands_are_clear_errors_and_change_nothing(
+    home: Path, sample_index: str
+) -> None:
+    before = stored_data(home)
+    for args, env in MALFORMED_COMMANDS:
+        assert_clear_error(run_cli(*args, home=home, env=env, timeout=120))
+    after = stored_data(home)
+    assert {k: v for k, v in after.items() if v} == {k: v for k, v in before.items() if v}
+
+
+def _llm_server_of(proc: subprocess.Popen) -> psutil.Process | None:
+    for child in psutil.Process(proc.pid).children():
+        if "app.llm_server" in " ".join(child.cmdline()):
+            return child
+    return None
+
+
+def test_killing_the_llm_server_mid_run_then_resuming_the_thread(
+    home: Path, sample_index: str
+) -> None:
+    """The run stops with a clear error once its model server is gone; `hoprag resume`
+    continues from the last checkpoint (a new embedded server) without redoing steps."""
+    env = {**os.environ, "HOPRAG_HOME": str(home), "HOPRAG_QA_CACHE": "off"}
+    thread = f"killed-{time.time_ns()}"
+    proc = subprocess.Popen(
+        [HOPRAG, "ask", TWO_HOPS, "--thread", thread, "--trace"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    done_before_kill = []
+    try:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            done_before_kill.append(line)
+            if line.startswith("[write_sub_question]"):  # the first LLM answer is in
+                server = _llm_server_of(proc)
+                assert server is not None
+                server.send_signal(signal.SIGKILL)
+                break
+        _, err = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 3, err
+    assert "Traceback" not in err
+    error = [line for line in err.splitlines() if line.startswith("error: ")]
+    assert error and "does not answer" in error[0] and "finished steps are saved" in error[0]
+    assert f"hoprag resume {thread}" in err
+
+    traced = run_cli("trace", thread, home=home)
+    assert traced.returncode == 0, traced.stderr
+    assert "stopped" in traced.stdout.splitlines()[0]
+    pending = traced.stdout.split("stopped before: ")[1].split(" ")[0].rstrip(",")
+    assert "[take_question]" in traced.stdout and "[write_sub_question]" in traced.stdout
+
+    resumed = run_cli(
+        "resume", thread, "--trace", "--json", home=home, env={"HOPRAG_QA_CACHE": "off"}
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    steps = [line for line in resumed.stderr.splitlines() if line.startswith("[")]
+    assert steps[0].startswith(f"[{pending}]")  # continues where it stopped ...
+    assert not any(s.startswith(("[take_question]", "[retrieve_question_passages]")) for s in steps)
+    assert "ulden" in json.loads(resumed.stdout)["answer"].lower()
+    finished = run_cli("trace", thread, home=home)
+    assert "finished" in finished.stdout.splitlines()[0] and "answer: " in finished.stdout
+    assert_user_error(run_cli("resume", thread, home=home), "has finished")
