@@ -108,10 +108,11 @@ REQUEST_SETTINGS = frozenset(
 )
 
 
-def _request_value(name: str, value: Any, kind: Any) -> Any:
-    """A request's JSON value as the field's type; strings go through `_coerce`."""
+def _request_value(name: str, value: Any, kind: Any, strict: bool) -> Any:
+    """A request's JSON value as the field's type; strings go through `_coerce` unless
+    `strict`."""
     kind = str if getattr(kind, "__origin__", None) is Literal else kind
-    if isinstance(value, str) and kind is not str:
+    if isinstance(value, str) and kind is not str and not strict:
         with contextlib.suppress(UserError):
             return _coerce(value, kind, name)
     elif kind is float and isinstance(value, int) and not isinstance(value, bool):
@@ -322,9 +323,10 @@ class Settings:
             return cls().with_request(context)
         return cls()
 
-    def with_request(self, overrides: dict[str, Any]) -> Settings:
+    def with_request(self, overrides: dict[str, Any], strict: bool = False) -> Settings:
         """A copy with a request's overrides (a server run's `context`), each checked:
-        only the answering knobs of `REQUEST_SETTINGS`, each of its field's type."""
+        only the answering knobs of `REQUEST_SETTINGS`, each of its field's type (`strict`:
+        exactly that JSON type, as LangGraph hands the values to `Settings` unconverted)."""
         hints = get_type_hints(type(self))
         checked = {}
         for name, value in overrides.items():
@@ -333,7 +335,7 @@ class Settings:
                     f"setting {name!r} cannot be set per request",
                     hint=f"per-request settings: {', '.join(sorted(REQUEST_SETTINGS))}",
                 )
-            checked[name] = _request_value(name, value, hints[name])
+            checked[name] = _request_value(name, value, hints[name], strict)
         return self.with_overrides(**checked)
 
     def with_overrides(self, **changes: Any) -> Settings:

@@ -21,6 +21,7 @@ import json
 import re
 import shutil
 import sqlite3
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -149,6 +150,7 @@ class CorpusIndex:
             self.db.close()
             raise _damaged(self.name, path, f"hoprag.sqlite holds {count} passages")
         self._collection: Any = None
+        self._lock = threading.Lock()
 
     def _verify(self) -> None:
         """Every file the manifest has a checksum for is there, unchanged (indexes built
@@ -173,6 +175,10 @@ class CorpusIndex:
 
     @property
     def collection(self) -> Any:
+        with self._lock:  # concurrent first queries would open competing Chroma clients
+            return self._open_collection()
+
+    def _open_collection(self) -> Any:
         if self._collection is None:
             try:
                 client = chroma_client(self.path / self.manifest["chroma_dir"])

@@ -4,13 +4,11 @@ malformed commands, and a passage that tries to give the model orders."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
 import signal
 import socket
-import sqlite3
 import subprocess
 import threading
 import time
@@ -26,7 +24,7 @@ from app.errors import ServiceError, UserError
 from app.llm import LLMGateway, free_port
 from app.settings import MAX_QUESTION_CHARS, Settings
 from app.store import CorpusIndex
-from tests.conftest import HOPRAG, assert_user_error, run_cli
+from tests.conftest import HOPRAG, assert_user_error, run_cli, stored_data
 
 TWO_HOPS = "Which river flows through the town where Tavistrom College is located?"
 
@@ -121,25 +119,6 @@ def test_a_damaged_qa_cache_is_reported(index_copy: Settings, sample_index: str)
     cache = index_copy.indexes_dir / f"{sample_index}.qa_cache.sqlite"
     cache.write_bytes(b"\x01" * 8192)
     assert_user_error(run_cli("cache", "stats", home=index_copy.home), "QA cache", "damaged")
-
-
-def stored_data(home: Path) -> dict[str, object]:
-    """What the stores hold: the bytes of every index file, the QA cache's entries and
-    the checkpoints (rows, not SQLite's files, which WAL bookkeeping touches on open)."""
-    data: dict[str, object] = {}
-    for path in sorted((home / "indexes").rglob("*")):
-        if path.is_file() and ".qa_cache.sqlite" not in path.name:
-            data[str(path.relative_to(home))] = hashlib.sha256(path.read_bytes()).hexdigest()
-    queries = {
-        "qa_cache.sqlite": "SELECT * FROM entries ORDER BY id",
-        "checkpoints.sqlite": "SELECT thread_id, checkpoint_id FROM checkpoints ORDER BY 1, 2",
-    }
-    for path in [*(home / "indexes").glob("*.qa_cache.sqlite"), home / "checkpoints.sqlite"]:
-        if path.is_file():
-            query = queries[path.name.split(".", 1)[-1] if "qa_cache" in path.name else path.name]
-            with sqlite3.connect(path) as db:
-                data[path.name] = db.execute(query).fetchall()
-    return data
 
 
 def assert_clear_error(proc: subprocess.CompletedProcess[str]) -> None:

@@ -9,14 +9,17 @@ import signal
 import subprocess
 import time
 import urllib.request
+import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import httpx
 import pytest
 from langgraph_sdk import get_sync_client
 
 from app.llm import free_port
-from tests.conftest import HOPRAG, ROOT
+from tests.conftest import HOPRAG, ROOT, stored_data
 
 
 def start_server(home: Path, index: str, log: Path, **env: str) -> tuple[subprocess.Popen, str]:
@@ -133,3 +136,113 @@ def test_a_chainrag_thread_runs_through_the_sdk(server_url: str) -> None:
     assert final["plan"] and len(final["chain"]) == len(final["plan"])
     assert final["answer"] and final["messages"][-1]["type"] == "ai"
     assert [m["type"] for m in final["messages"]] == ["human", "ai"]
+
+
+SINGLE_HOPS = {
+    "Which company makes the Brannock kettle?": "velloway",
+    "Who founded Velloway Ironworks?": "farrengast",
+    "Which band recorded the album Salt and Cinder?": "pale ferrymen",
+    "Who wrote the novel The Winter Lamplighter?": "quenby",
+    "Who founded Tavistrom College?": "reyvald",
+    "Which river flows through Brisk Hollow?": "ulden",
+    "Which explorer first mapped Lake Sarnovel?": "haldstrom",
+    "In what year was the Vollen Bridge built?": "1834",
+}
+
+
+def test_eight_concurrent_chats_all_finish_correctly(server_url: str) -> None:
+    def ask(question: str) -> tuple[str, float]:
+        client = get_sync_client(url=server_url)
+        thread = client.threads.create()["thread_id"]
+        start = time.monotonic()
+        final = client.runs.wait(
+            thread, "vanilla", input={"messages": [{"role": "user", "content": question}]}
+        )
+        return final["messages"][-1]["content"], time.monotonic() - start
+
+    with ThreadPoolExecutor(len(SINGLE_HOPS)) as pool:
+        replies = dict(zip(SINGLE_HOPS, pool.map(ask, SINGLE_HOPS), strict=True))
+    for question, expected in SINGLE_HOPS.items():
+        reply, _ = replies[question]
+        assert expected in reply.lower(), (question, reply)
+        assert "Sources: [" in reply
+
+
+def malformed_requests(thread: str) -> list[tuple[str, str, object]]:
+    """(method, path, JSON body or raw bytes) of requests no client should send."""
+    runs = f"/threads/{thread}/runs/wait"
+    ok_input = {"question": "Who founded Tavistrom College?"}
+    bodies: list[object] = [
+        b"",
+        b"\x00\xff\xfe binary",
+        b"{not json",
+        [1, 2, 3],
+        "just a string",
+        {"assistant_id": 5, "input": ok_input},
+        {"assistant_id": "no-such-graph", "input": ok_input},
+        {"assistant_id": "vanilla", "input": "Who founded it?"},
+        {"assistant_id": "vanilla", "input": ["Who?"]},
+        {"assistant_id": "vanilla", "input": {"question": 42}},
+        {"assistant_id": "vanilla", "input": {"question": None}},
+        {"assistant_id": "vanilla", "input": {"question": {"nested": "x"}}},
+        {"assistant_id": "vanilla", "input": {"messages": 5}},
+        {"assistant_id": "vanilla", "input": {"messages": "hello"}},
+        {"assistant_id": "vanilla", "input": {"messages": [5]}},
+        {"assistant_id": "vanilla", "input": {"messages": [{"role": "wizard", "content": "x"}]}},
+        {"assistant_id": "vanilla", "input": {"messages": [{"role": "user", "content": 7}]}},
+        {"assistant_id": "vanilla", "input": {"messages": [{"role": "user"}]}},
+        {"assistant_id": "vanilla", "input": {"gold_passage_ids": ["a"]}},
+        {"assistant_id": "vanilla", "input": {"hop": 3, "question": "x"}},
+        {"assistant_id": "vanilla", "input": {"question": "x" * 2_000_000}},
+        {"assistant_id": "vanilla", "input": ok_input, "context": {"w": "ten"}},
+        {"assistant_id": "vanilla", "input": ok_input, "context": {"top_k": True}},
+        {"assistant_id": "vanilla", "input": ok_input, "context": {"home": "/"}},
+        {"assistant_id": "vanilla", "input": ok_input, "context": {"llm_base_url": "http://x"}},
+        {"assistant_id": "vanilla", "input": ok_input, "context": ["w", 3]},
+        {"assistant_id": "vanilla", "input": ok_input, "config": {"configurable": {"index": 3}}},
+        {
+            "assistant_id": "vanilla",
+            "input": ok_input,
+            "config": {"configurable": {"index": "../../etc"}},
+        },
+        {"assistant_id": "vanilla", "input": ok_input, "config": {"configurable": {"index": "no"}}},
+    ]
+    requests: list[tuple[str, str, object]] = [("POST", runs, b) for b in bodies]
+    requests += [
+        ("POST", "/runs/wait", {"assistant_id": "vanilla", "input": {"messages": {"a": 1}}}),
+        ("POST", f"/threads/{uuid.uuid4()}/runs/wait", {"assistant_id": "vanilla"}),
+        ("POST", "/threads/not-a-uuid/runs/wait", {"assistant_id": "vanilla", "input": ok_input}),
+        ("GET", f"/threads/{uuid.uuid4()}/state", None),
+        ("GET", "/threads/not-a-uuid/state", None),
+        ("POST", f"/threads/{thread}/state", {"values": {"messages": 5}}),
+        ("POST", f"/threads/{thread}/state", {"values": "x"}),
+        ("POST", "/runs/batch", [{"assistant_id": "vanilla", "input": {"question": 1}}]),
+        ("POST", "/assistants", {"graph_id": "vanilla", "context": {"home": "/"}}),
+        ("POST", "/assistants", {"graph_id": "no-such-graph"}),
+        ("DELETE", f"/threads/{uuid.uuid4()}", None),
+    ]
+    return requests
+
+
+def test_malformed_requests_get_clear_errors_and_change_nothing(
+    server_url: str, home: Path
+) -> None:
+    client = get_sync_client(url=server_url)
+    thread = client.threads.create()["thread_id"]
+    client.runs.wait(thread, "vanilla", input={"question": ""})  # a turn with no LLM call
+    history = [c["checkpoint_id"] for c in client.threads.get_history(thread, limit=100)]
+    before = stored_data(home)
+    requests = malformed_requests(thread)
+    assert len(requests) >= 40
+    with httpx.Client(base_url=server_url, timeout=60) as http:
+        for method, path, body in requests:
+            raw = body if isinstance(body, bytes) else None
+            payload = None if raw is not None or body is None else body
+            response = http.request(method, path, content=raw, json=payload)
+            assert 400 <= response.status_code < 500, (path, body, response.text[:300])
+            detail = response.json()["detail"]
+            assert isinstance(detail, str) and detail and "Traceback" not in detail
+            assert http.get("/ok").status_code == 200
+    assert [c["checkpoint_id"] for c in client.threads.get_history(thread, limit=100)] == history
+    assert client.threads.get_state(thread)["values"]["answer"] == "Please ask a question."
+    assert stored_data(home) == before
