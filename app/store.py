@@ -9,6 +9,10 @@ Layout of ``$HOPRAG_HOME/indexes/NAME/``::
                     meets a stale in-process Chroma client
     bm25/           bm25s index over title + text
 
+With HOPRAG_CHROMA_URL set, dense search goes to that Chroma server instead (one
+collection per index and corpus fingerprint, uploaded from hoprag.sqlite on first use),
+so that many serving machines share one vector store.
+
 The manifest records the sha256 of every file but Chroma's (which Chroma itself writes
 to when opened), and opening an index checks them: a damaged file is reported, never
 silently used.
@@ -25,12 +29,14 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 import chromadb
+import chromadb.errors
 import numpy as np
 from chromadb.config import Settings as ChromaSettings
 
-from app.errors import UserError
+from app.errors import ServiceError, UserError
 from app.settings import Settings
 
 INDEX_FORMAT = 1
@@ -121,8 +127,9 @@ class SentenceRecord:
 class CorpusIndex:
     """Read access to one finished index. Opened once and shared by all readers."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, chroma_url: str = "") -> None:
         self.path = path
+        self.chroma_url = chroma_url
         self.name = path.name
         manifest = path / "manifest.json"
         try:
@@ -171,7 +178,7 @@ class CorpusIndex:
                 f"no index named {name!r} in {settings.indexes_dir}",
                 hint=f"build it with `hoprag index PATH --name {name}` (existing: {known})",
             )
-        return cls(path)
+        return cls(path, settings.chroma_url)
 
     @property
     def collection(self) -> Any:
@@ -179,6 +186,8 @@ class CorpusIndex:
             return self._open_collection()
 
     def _open_collection(self) -> Any:
+        if self._collection is None and self.chroma_url:
+            self._collection = self._remote_collection()
         if self._collection is None:
             try:
                 client = chroma_client(self.path / self.manifest["chroma_dir"])
@@ -186,6 +195,44 @@ class CorpusIndex:
             except Exception as exc:  # Chroma raises many types for a damaged store
                 raise _damaged(self.name, self.path, f"Chroma: {str(exc)[:200]}") from None
         return self._collection
+
+    def _remote_collection(self) -> Any:
+        """This index's collection on the Chroma server, named after the corpus
+        fingerprint; the first process that finds it missing or partial uploads the
+        stored passage vectors (an idempotent upsert, safe when several do at once)."""
+        url = urlparse(self.chroma_url)
+        try:
+            client = chromadb.HttpClient(
+                host=url.hostname or "127.0.0.1",
+                port=url.port or (443 if url.scheme == "https" else 8000),
+                ssl=url.scheme == "https",
+                settings=ChromaSettings(anonymized_telemetry=False),
+            )
+            collection = client.get_or_create_collection(
+                f"hoprag-{self.name}-{self.manifest['fingerprint'][:12]}",
+                metadata={"hnsw:space": "cosine"},
+                embedding_function=None,
+            )
+            if collection.count() != len(self):
+                self._upload(collection, max(1, min(5000, client.get_max_batch_size())))
+        except (ValueError, ConnectionError, OSError, chromadb.errors.ChromaError) as exc:
+            raise ServiceError(
+                f"the Chroma server {self.chroma_url} does not answer or refused index "
+                f"{self.name!r}: {str(exc)[:200]}",
+                hint="check HOPRAG_CHROMA_URL (e.g. http://127.0.0.1:8000), or unset it to "
+                "use the index's own Chroma folder",
+            ) from None
+        return collection
+
+    def _upload(self, collection: Any, batch: int) -> None:
+        rows = self.db.execute("SELECT id, title, embedding FROM passages ORDER BY id").fetchall()
+        for start in range(0, len(rows), batch):
+            chunk = rows[start : start + batch]
+            collection.upsert(
+                ids=[str(r[0]) for r in chunk],
+                embeddings=np.stack([np.frombuffer(r[2], dtype=np.float32) for r in chunk]),
+                metadatas=[{"title": r[1]} for r in chunk],
+            )
 
     def __len__(self) -> int:
         return int(self.manifest["passages"])
