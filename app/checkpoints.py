@@ -123,6 +123,13 @@ def _plain(value: Any) -> Any:
     return value.value if isinstance(value, Overwrite) else value
 
 
+def _due(checkpoint: Any) -> list[str]:
+    """The nodes a checkpoint has triggered to run next."""
+    return [
+        c[len(BRANCH) :] for c in checkpoint.checkpoint["channel_values"] if c.startswith(BRANCH)
+    ]
+
+
 def read_run(saver: BaseCheckpointSaver, thread_id: str) -> RunRecord:
     """The thread's last run: each node with its writes, the state it ended in, and the
     nodes still due if it stopped early. Reads the checkpoints alone: no model loads."""
@@ -133,11 +140,7 @@ def read_run(saver: BaseCheckpointSaver, thread_id: str) -> RunRecord:
     turn = history[starts[-1] if starts else 0 :]
     record = RunRecord(thread_id, dict(turn[-1].metadata or {}))
     for checkpoint in turn:
-        due = [
-            c[len(BRANCH) :]
-            for c in checkpoint.checkpoint["channel_values"]
-            if c.startswith(BRANCH)
-        ]
+        due = _due(checkpoint)
         update = {
             channel: _plain(value)
             for _, channel, value in checkpoint.pending_writes or []
@@ -145,9 +148,6 @@ def read_run(saver: BaseCheckpointSaver, thread_id: str) -> RunRecord:
         }
         if due and (update or checkpoint is not turn[-1]):
             record.steps.append(Step(due[0], update))
-    last = turn[-1]
-    record.values = dict(last.checkpoint["channel_values"])
-    record.pending = [
-        c[len(BRANCH) :] for c in last.checkpoint["channel_values"] if c.startswith(BRANCH)
-    ]
+    record.values = dict(turn[-1].checkpoint["channel_values"])
+    record.pending = _due(turn[-1])
     return record
