@@ -1,6 +1,8 @@
 # hoprag: two commands do all set-up on a fresh machine.
 #   make demo   venv + install + models + sample index, then answers a sample question
 #   make test   the same set-up, then the test suite
+#   make serve  the same set-up, then every graph behind `langgraph dev` on
+#               127.0.0.1:$HOPRAG_PORT (default 8123) for chat clients and Studio
 # Every step is idempotent: a second run skips finished work.
 
 PYTHON ?= python3
@@ -11,7 +13,7 @@ STAMP  := $(VENV)/.hoprag-installed
 SAMPLE := app/data/sample/corpus.json
 export CMAKE_BUILD_PARALLEL_LEVEL ?= 2
 
-.PHONY: setup demo test lint browser clean
+.PHONY: setup demo serve test lint browser clean
 
 $(PY):
 	$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "hoprag needs Python 3.11"'
@@ -31,6 +33,11 @@ setup: $(STAMP)
 
 demo: setup
 	$(HOPRAG) ask "Which river flows through the town where Tavistrom College is located?" --index sample
+
+# Offline unless LANGSMITH_TRACING is turned on; binds to loopback unless HOPRAG_HOST says
+# otherwise (see README, "Exposing the server").
+serve: setup
+	$(HOPRAG) serve
 
 # The report test opens the HTML report in a real headless browser (Debian's chromium).
 browser:

@@ -200,7 +200,7 @@ def graph_build(
     from app.embeddings import Embedder
     from app.graph_build import build_sentence_graph, previous_vectors
     from app.indexing import name_lock
-    from app.store import CorpusIndex
+    from app.store import CorpusIndex, seal
 
     settings = _settings()
     corpus = CorpusIndex.open(settings, index)
@@ -211,20 +211,31 @@ def graph_build(
             folder, Embedder(), progress=not quiet, reuse=previous_vectors(folder)
         )
         manifest["graph_edges"] = report["edges"]
+        seal(folder, manifest)
         tmp = folder / ".manifest.json.tmp"
         tmp.write_text(json.dumps(manifest, indent=2))
         os.replace(tmp, folder / "manifest.json")
     typer.echo(json.dumps(report, indent=2))
 
 
-def _print_step(node: str, update: Any) -> None:
+def _print_step(node: str, update: Any, err: bool = True) -> None:
     """One line per finished node of a traced run."""
     update = update if isinstance(update, dict) else {}
     shown = {
         k: update[k]
-        for k in ("sub_question", "rewritten_from", "sub_answer", "answer", "direct", "sufficient")
+        for k in (
+            "contextualised_from",
+            "sub_question",
+            "rewritten_from",
+            "sub_answer",
+            "answer",
+            "direct",
+            "sufficient",
+        )
         if update.get(k) not in (None, "")
     }
+    if node == "contextualise_question" and update.get("question"):
+        shown["question"] = update["question"]
     for key in ("kept", "retrieved", "question_passages"):
         if update.get(key):
             shown[key] = [p["id"] for p in update[key]]
@@ -241,25 +252,128 @@ def _print_step(node: str, update: Any) -> None:
     if update.get("chain"):
         shown["chain+"] = [f"{r['sub_question']} -> {r['answer']}" for r in update["chain"]]
     details = "  ".join(f"{k}={v}" for k, v in shown.items())
-    typer.echo(f"[{node}] {details}".rstrip(), err=True)
+    typer.echo(f"[{node}] {details}".rstrip(), err=err)
 
 
-def _print_decision(decision: dict[str, Any]) -> None:
+def _print_decision(decision: dict[str, Any], err: bool = True) -> None:
     verdict = "yes" if decision["outcome"] else "no"
     typer.echo(
         f"    decision {decision['kind']:6s} step {decision['step']} "
         f"p={decision['p_yes']:.2f} vs {decision['threshold']:.2f} -> {verdict} "
         f"({decision['backend']}) {decision['inputs'][:3]}",
-        err=True,
+        err=err,
     )
 
 
-def _print_expansion(expansion: dict[str, Any]) -> None:
+def _print_expansion(expansion: dict[str, Any], err: bool = True) -> None:
     typer.echo(
         f"    expansion: {expansion['reason']}; {expansion['sentences']} sentences over "
         f"{expansion['hops']} hops, kept passages {expansion['kept_passage_ids']}",
+        err=err,
+    )
+
+
+def _check_question(question: str) -> str:
+    """The question as the graph will see it, refused here before any model loads."""
+    from app.settings import MAX_QUESTION_CHARS
+    from nodes.question import clean_question
+
+    question = clean_question(question)
+    if not question:
+        raise UserError("the question is empty", hint='ask e.g. hoprag ask "Who ...?" -i NAME')
+    if len(question) > MAX_QUESTION_CHARS:
+        raise UserError(
+            f"the question is too long ({len(question)} characters; at most {MAX_QUESTION_CHARS})",
+            hint="ask it more briefly",
+        )
+    return question
+
+
+def _run(
+    settings: Settings,
+    system: str,
+    graph_input: dict[str, Any] | None,
+    thread_id: str,
+    trace: bool,
+) -> tuple[dict[str, Any], dict[str, float]]:
+    """Run (or, with no input, resume) a thread to its end, checkpointing every step;
+    the final state and the LLM cost. A model endpoint that fails mid-run stops it with
+    a hint to resume: finished steps are kept."""
+    from app.checkpoints import open_checkpointer
+    from app.errors import ServiceError
+    from app.resources import Resources
+    from graph.systems import build_system
+
+    resources = Resources.open(settings, settings.index)
+    try:
+        with open_checkpointer(settings) as saver:
+            graph = build_system(system, resources, checkpointer=saver)
+            config = {
+                "configurable": {"thread_id": thread_id},
+                "metadata": {"system": system, "index": settings.index},
+            }
+            try:
+                for mode, chunk in graph.stream(
+                    graph_input, config, context=settings, stream_mode=["updates", "custom"]
+                ):
+                    if not trace:
+                        continue
+                    if mode == "custom" and "decision" in chunk:
+                        _print_decision(chunk["decision"])
+                    elif mode == "custom" and "expansion" in chunk:
+                        _print_expansion(chunk["expansion"])
+                    elif mode == "updates":
+                        for node, update in chunk.items():
+                            _print_step(node, update)
+            except ServiceError as exc:
+                raise ServiceError(
+                    f"{exc.message}; the run stopped, its finished steps are saved",
+                    hint=f"fix the cause, then `hoprag resume {thread_id}` continues it",
+                ) from None
+            result = graph.get_state(config).values
+        return result, resources.gateway.meter.snapshot()
+    finally:
+        resources.close()
+
+
+def _print_answer(
+    result: dict[str, Any], system: str, thread_id: str, cost: dict[str, float], as_json: bool
+) -> None:
+    passages = result.get("passages") or []
+    payload = {
+        "question": result.get("question", ""),
+        "answer": result.get("answer", ""),
+        "system": system,
+        "thread_id": thread_id,
+        "qa_table": result.get("qa_table") or [],
+        "passages": passages,
+        "citations": result.get("citations") or [],
+        "decisions": len(result.get("decisions") or []),
+        "cost": cost,
+    }
+    if result.get("contextualised_from"):
+        payload["asked"] = result["contextualised_from"]
+    if as_json:
+        typer.echo(json.dumps(payload, indent=2))
+        return
+    typer.echo(payload["answer"])
+    if payload.get("asked"):
+        typer.echo(f"  (asked: {payload['asked']!r}, read as: {payload['question']!r})", err=True)
+    for row in payload["qa_table"]:
+        typer.echo(f"  {row['sub_question']} -> {row['answer']}  ({row['source']})", err=True)
+    typer.echo("\npassages read:", err=True)
+    for p in passages:
+        typer.echo(f"  [{p['id']}] {p['title']}", err=True)
+    typer.echo(
+        f"\n{cost['llm_calls']} LLM call(s), {cost['input_tokens']} input / "
+        f"{cost['output_tokens']} output tokens, {payload['decisions']} decisions, "
+        f"{cost['llm_seconds']:.1f}s in the LLM; thread {thread_id}",
         err=True,
     )
+
+
+TraceOpt = Annotated[bool, typer.Option("--trace", help="Show every step and decision live.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
 
 
 @app.command("ask")
@@ -275,74 +389,131 @@ def ask(
     k: Annotated[
         int | None, typer.Option("--k", min=1, max=50, help="Passages for vanilla.")
     ] = None,
-    trace: Annotated[
-        bool, typer.Option("--trace", help="Show every step and decision live.")
-    ] = False,
-    thread: Annotated[str | None, typer.Option(help="Thread id for the checkpointer.")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    trace: TraceOpt = False,
+    thread: Annotated[
+        str | None,
+        typer.Option(help="Thread id: a new turn in that conversation (follow-ups allowed)."),
+    ] = None,
+    as_json: JsonOpt = False,
 ) -> None:
-    """Answer a question from an index; every step is checkpointed in HOPRAG_HOME."""
+    """Answer a question from an index; every step is checkpointed (`hoprag trace`)."""
     import uuid
 
-    from langgraph.checkpoint.sqlite import SqliteSaver
-
-    from app.resources import Resources
-    from graph.systems import build_system, check_system
+    from graph.systems import check_system
 
     check_system(system)
-    question = question.strip()
-    if not question:
-        raise UserError("the question is empty", hint='ask e.g. hoprag ask "Who ...?" -i NAME')
+    question = _check_question(question)
     settings = _settings(top_k=k, index=index)
     thread_id = thread or uuid.uuid4().hex
-    resources = Resources.open(settings, settings.index)
-    settings.home.mkdir(parents=True, exist_ok=True)
-    try:
-        with SqliteSaver.from_conn_string(str(settings.home / "checkpoints.sqlite")) as saver:
-            graph = build_system(system, resources, checkpointer=saver)
-            config = {"configurable": {"thread_id": thread_id}}
-            for mode, chunk in graph.stream(
-                {"question": question}, config, context=settings, stream_mode=["updates", "custom"]
-            ):
-                if not trace:
-                    continue
-                if mode == "custom" and "decision" in chunk:
-                    _print_decision(chunk["decision"])
-                elif mode == "custom" and "expansion" in chunk:
-                    _print_expansion(chunk["expansion"])
-                elif mode == "updates":
-                    for node, update in chunk.items():
-                        _print_step(node, update)
-            result = graph.get_state(config).values
-        cost = resources.gateway.meter.snapshot()
-    finally:
-        resources.close()
-    passages = result.get("passages") or []
-    payload = {
-        "question": question,
-        "answer": result.get("answer", ""),
-        "system": system,
-        "thread_id": thread_id,
-        "qa_table": result.get("qa_table") or [],
-        "passages": passages,
-        "decisions": len(result.get("decisions") or []),
-        "cost": cost,
-    }
-    if as_json:
-        typer.echo(json.dumps(payload, indent=2))
-        return
-    typer.echo(payload["answer"])
-    for row in payload["qa_table"]:
-        typer.echo(f"  {row['sub_question']} -> {row['answer']}  ({row['source']})", err=True)
-    typer.echo("\npassages read:", err=True)
-    for p in passages:
-        typer.echo(f"  [{p['id']}] {p['title']}", err=True)
+    result, cost = _run(settings, system, {"question": question}, thread_id, trace)
+    _print_answer(result, system, thread_id, cost, as_json)
+
+
+def _read_thread(thread_id: str) -> Any:
+    from app.checkpoints import open_checkpointer, read_run
+
+    if not thread_id.strip() or len(thread_id) > 200:
+        raise UserError(f"{thread_id[:40]!r} is not a thread id", hint="see `hoprag ask`")
+    with open_checkpointer(_settings(), reading=thread_id) as saver:
+        return read_run(saver, thread_id)
+
+
+@app.command("resume")
+def resume(
+    thread_id: Annotated[str, typer.Argument(help="Thread id of a run that stopped.")],
+    trace: TraceOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Continue a run that stopped (say, its model server died) from its last finished step."""
+    record = _read_thread(thread_id)
+    if record.finished:
+        raise UserError(
+            f"the last run of thread {thread_id!r} has finished; nothing to resume",
+            hint=f"`hoprag trace {thread_id}` shows it",
+        )
+    system = str(record.metadata.get("system") or "deft")
+    settings = _settings(index=record.metadata.get("index"))
+    result, cost = _run(settings, system, None, thread_id, trace)
+    _print_answer(result, system, thread_id, cost, as_json)
+
+
+@app.command("trace")
+def trace_thread(
+    thread_id: Annotated[str, typer.Argument(help="Thread id (printed by `hoprag ask`).")],
+) -> None:
+    """Replay the last run of a thread from its checkpoints: steps, sub-questions,
+    decisions (p, threshold, outcome) and passages. Loads no model."""
+    record = _read_thread(thread_id)
+    values = record.values
+    meta = record.metadata
     typer.echo(
-        f"\n{cost['llm_calls']} LLM call(s), {cost['input_tokens']} input / "
-        f"{cost['output_tokens']} output tokens, {payload['decisions']} decisions, "
-        f"{cost['llm_seconds']:.1f}s in the LLM; thread {thread_id}",
-        err=True,
+        f"thread {thread_id}: {meta.get('system', '?')} on index {meta.get('index', '?')}, "
+        f"{len(record.steps)} steps, {'finished' if record.finished else 'stopped'}"
     )
+    if values.get("contextualised_from"):
+        typer.echo(f"asked: {values['contextualised_from']}")
+    typer.echo(f"question: {values.get('question', '')}")
+    for step in record.steps:
+        _print_step(step.node, step.update, err=False)
+        for decision in step.update.get("decisions") or []:
+            _print_decision(decision, err=False)
+        if step.update.get("expansion"):
+            _print_expansion(step.update["expansion"], err=False)
+    if not record.finished:
+        typer.echo(f"stopped before: {', '.join(record.pending)} (`hoprag resume {thread_id}`)")
+        return
+    typer.echo(f"answer: {values.get('answer', '')}")
+    typer.echo("passages read:")
+    for p in values.get("passages") or []:
+        typer.echo(f"  [{p['id']}] {p['title']}")
+    cited = ", ".join(f"[{c['id']}] {c['title']}" for c in values.get("citations") or [])
+    typer.echo(f"cited: {cited or '(none)'}")
+
+
+@app.command("serve")
+def serve(
+    reload: Annotated[bool, typer.Option(help="Restart on code changes.")] = False,
+) -> None:
+    """Serve every graph of langgraph.json with `langgraph dev` (chat, Studio, SDK) on
+    HOPRAG_HOST:HOPRAG_PORT (loopback by default); offline unless you turn tracing on."""
+    import shutil
+
+    settings = _settings()
+    config = Path(__file__).resolve().parents[1] / "langgraph.json"
+    langgraph = shutil.which("langgraph", path=str(Path(sys.executable).parent))
+    if langgraph is None or not config.is_file():
+        raise UserError(
+            "`hoprag serve` needs langgraph-cli and a source checkout (langgraph.json)",
+            hint='pip install -e ".[dev]" in the repository',
+        )
+    if settings.host not in ("127.0.0.1", "localhost", "::1"):
+        typer.echo(
+            f"warning: serving on {settings.host}: anyone who reaches it can run graphs; "
+            "put LangGraph's auth hook in front (see README, 'Exposing the server')",
+            err=True,
+        )
+    env = {
+        **os.environ,
+        "LANGGRAPH_CLI_NO_ANALYTICS": "1",
+        "LANGSMITH_TRACING": os.environ.get("LANGSMITH_TRACING", "false"),
+    }
+    args = [
+        langgraph,
+        "dev",
+        "--no-browser",
+        "--host",
+        settings.host,
+        "--port",
+        str(settings.port),
+        "--config",
+        str(config),
+        "--n-jobs-per-worker",
+        str(settings.jobs),
+        *([] if reload else ["--no-reload"]),
+    ]
+    typer.echo(f"serving on http://{settings.host}:{settings.port} (Ctrl-C stops)", err=True)
+    os.chdir(config.parent)
+    os.execve(langgraph, args, env)
 
 
 eval_app = typer.Typer(

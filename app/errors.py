@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 
-class UserError(Exception):
-    """Something the user can fix (bad input, missing model, unknown index)."""
+class UserError(ValueError):
+    """Something the user can fix (bad input, missing model, unknown index). A ValueError,
+    so that LangGraph Server shows its message to the client instead of hiding it."""
 
     exit_code = 2
 

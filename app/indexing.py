@@ -42,6 +42,7 @@ from app.store import (
     check_name,
     chroma_client,
     normalise_entity,
+    seal,
 )
 from tools.bm25 import build_bm25
 
@@ -274,6 +275,7 @@ def build_index(
                 "spacy_model": SPACY_MODEL,
                 "built_at": datetime.now(UTC).isoformat(),
             }
+            seal(tmp, manifest)
             (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2))
             _swap_in(tmp, dest)
         finally:

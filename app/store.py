@@ -8,23 +8,35 @@ Layout of ``$HOPRAG_HOME/indexes/NAME/``::
                     is named after the corpus fingerprint so a rebuilt index never
                     meets a stale in-process Chroma client
     bm25/           bm25s index over title + text
+
+With HOPRAG_CHROMA_URL set, dense search goes to that Chroma server instead (one
+collection per index and corpus fingerprint, uploaded from hoprag.sqlite on first use),
+so that many serving machines share one vector store.
+
+The manifest records the sha256 of every file but Chroma's (which Chroma itself writes
+to when opened), and opening an index checks them: a damaged file is reported, never
+silently used.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import shutil
 import sqlite3
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 import chromadb
+import chromadb.errors
 import numpy as np
 from chromadb.config import Settings as ChromaSettings
 
-from app.errors import UserError
+from app.errors import ServiceError, UserError
 from app.settings import Settings
 
 INDEX_FORMAT = 1
@@ -70,6 +82,32 @@ def chroma_client(path: Path) -> Any:
     )
 
 
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def seal(folder: Path, manifest: dict[str, Any]) -> None:
+    """Record in `manifest` the sha256 of every file of the index folder but the
+    manifest and the Chroma folder."""
+    chroma = folder / manifest["chroma_dir"]
+    manifest["checksums"] = {
+        str(p.relative_to(folder)): _sha256(p)
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and p.name != "manifest.json" and chroma not in p.parents
+    }
+
+
+def _damaged(name: str, path: Path, what: str) -> UserError:
+    return UserError(
+        f"index {name!r} at {path} is damaged ({what})",
+        hint=f"rebuild it with `hoprag index PATH --name {name}`",
+    )
+
+
 @dataclass(frozen=True)
 class PassageRecord:
     id: int
@@ -89,8 +127,9 @@ class SentenceRecord:
 class CorpusIndex:
     """Read access to one finished index. Opened once and shared by all readers."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, chroma_url: str = "") -> None:
         self.path = path
+        self.chroma_url = chroma_url
         self.name = path.name
         manifest = path / "manifest.json"
         try:
@@ -105,10 +144,30 @@ class CorpusIndex:
                 f"index {self.name!r} was built by another hoprag version",
                 hint=f"rebuild it with `hoprag index PATH --name {self.name}`",
             )
+        self._verify()
         self.db = sqlite3.connect(
             f"file:{path / 'hoprag.sqlite'}?mode=ro", uri=True, check_same_thread=False
         )
+        try:
+            (count,) = self.db.execute("SELECT COUNT(*) FROM passages").fetchone()
+        except sqlite3.DatabaseError as exc:
+            self.db.close()
+            raise _damaged(self.name, path, f"hoprag.sqlite: {exc}") from None
+        if count != self.manifest.get("passages"):
+            self.db.close()
+            raise _damaged(self.name, path, f"hoprag.sqlite holds {count} passages")
         self._collection: Any = None
+        self._lock = threading.Lock()
+
+    def _verify(self) -> None:
+        """Every file the manifest has a checksum for is there, unchanged (indexes built
+        before checksums were recorded get the passage count check alone)."""
+        for name, expected in (self.manifest.get("checksums") or {}).items():
+            file = self.path / name
+            if not file.is_file():
+                raise _damaged(self.name, self.path, f"{name} is missing")
+            if _sha256(file) != expected:
+                raise _damaged(self.name, self.path, f"{name} does not match its checksum")
 
     @classmethod
     def open(cls, settings: Settings, name: str) -> CorpusIndex:
@@ -119,14 +178,61 @@ class CorpusIndex:
                 f"no index named {name!r} in {settings.indexes_dir}",
                 hint=f"build it with `hoprag index PATH --name {name}` (existing: {known})",
             )
-        return cls(path)
+        return cls(path, settings.chroma_url)
 
     @property
     def collection(self) -> Any:
+        with self._lock:  # concurrent first queries would open competing Chroma clients
+            return self._open_collection()
+
+    def _open_collection(self) -> Any:
+        if self._collection is None and self.chroma_url:
+            self._collection = self._remote_collection()
         if self._collection is None:
-            client = chroma_client(self.path / self.manifest["chroma_dir"])
-            self._collection = client.get_collection(COLLECTION)
+            try:
+                client = chroma_client(self.path / self.manifest["chroma_dir"])
+                self._collection = client.get_collection(COLLECTION)
+            except Exception as exc:  # Chroma raises many types for a damaged store
+                raise _damaged(self.name, self.path, f"Chroma: {str(exc)[:200]}") from None
         return self._collection
+
+    def _remote_collection(self) -> Any:
+        """This index's collection on the Chroma server, named after the corpus
+        fingerprint; the first process that finds it missing or partial uploads the
+        stored passage vectors (an idempotent upsert, safe when several do at once)."""
+        url = urlparse(self.chroma_url)
+        try:
+            client = chromadb.HttpClient(
+                host=url.hostname or "127.0.0.1",
+                port=url.port or (443 if url.scheme == "https" else 8000),
+                ssl=url.scheme == "https",
+                settings=ChromaSettings(anonymized_telemetry=False),
+            )
+            collection = client.get_or_create_collection(
+                f"hoprag-{self.name}-{self.manifest['fingerprint'][:12]}",
+                metadata={"hnsw:space": "cosine"},
+                embedding_function=None,
+            )
+            if collection.count() != len(self):
+                self._upload(collection, max(1, min(5000, client.get_max_batch_size())))
+        except (ValueError, ConnectionError, OSError, chromadb.errors.ChromaError) as exc:
+            raise ServiceError(
+                f"the Chroma server {self.chroma_url} does not answer or refused index "
+                f"{self.name!r}: {str(exc)[:200]}",
+                hint="check HOPRAG_CHROMA_URL (e.g. http://127.0.0.1:8000), or unset it to "
+                "use the index's own Chroma folder",
+            ) from None
+        return collection
+
+    def _upload(self, collection: Any, batch: int) -> None:
+        rows = self.db.execute("SELECT id, title, embedding FROM passages ORDER BY id").fetchall()
+        for start in range(0, len(rows), batch):
+            chunk = rows[start : start + batch]
+            collection.upsert(
+                ids=[str(r[0]) for r in chunk],
+                embeddings=np.stack([np.frombuffer(r[2], dtype=np.float32) for r in chunk]),
+                metadatas=[{"title": r[1]} for r in chunk],
+            )
 
     def __len__(self) -> int:
         return int(self.manifest["passages"])

@@ -7,31 +7,30 @@ from __future__ import annotations
 from functools import partial
 from typing import Any, Literal
 
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from app.resources import Resources
 from app.settings import ITERATIVE_ROUNDS, Settings
 from graph.state import InputState, IterativeState, ReadState
+from graph.turn import REPLY, add_turn
 from nodes.answer import answer_closed_book, answer_from_passages
-from nodes.question import take_question
 from nodes.reason import answer_from_thoughts, final_answer_in, reason_step
 from nodes.retrieve import gold_passages, retrieve_for_question, retrieve_for_thought
 
 
 def _chain(
-    name: str, steps: list[tuple[str, object]], checkpointer: Any = None
+    name: str,
+    resources: Resources,
+    steps: list[tuple[str, object]],
+    checkpointer: Any = None,
 ) -> CompiledStateGraph:
-    """A straight line of nodes: take the question, then each step in order."""
+    """A straight line of nodes: take the question, then each step in order, reply."""
     builder = StateGraph(ReadState, context_schema=Settings, input_schema=InputState)
-    builder.add_node("take_question", take_question)
-    previous = "take_question"
-    builder.add_edge(START, previous)
-    for node, action in steps:
+    add_turn(builder, resources, first=steps[0][0])
+    for (node, action), following in zip(steps, [*(n for n, _ in steps[1:]), REPLY], strict=True):
         builder.add_node(node, action)
-        builder.add_edge(previous, node)
-        previous = node
-    builder.add_edge(previous, END)
+        builder.add_edge(node, following)
     return builder.compile(name=name, checkpointer=checkpointer)
 
 
@@ -39,6 +38,7 @@ def build_closed_book(resources: Resources, checkpointer: Any = None) -> Compile
     """No retrieval: what the model knows by itself."""
     return _chain(
         "closed_book",
+        resources,
         [("answer_closed_book", partial(answer_closed_book, gateway=resources.gateway))],
         checkpointer,
     )
@@ -48,6 +48,7 @@ def build_vanilla(resources: Resources, checkpointer: Any = None) -> CompiledSta
     """Top-k fused passages for the whole question, one reader call."""
     return _chain(
         "vanilla",
+        resources,
         [
             (
                 "retrieve_for_question",
@@ -63,6 +64,7 @@ def build_oracle(resources: Resources, checkpointer: Any = None) -> CompiledStat
     """The reader's ceiling: exactly the gold passages, one reader call."""
     return _chain(
         "oracle",
+        resources,
         [
             ("gold_passages", partial(gold_passages, index=resources.index)),
             ("answer_from_passages", partial(answer_from_passages, gateway=resources.gateway)),
@@ -85,7 +87,7 @@ def route_after_reasoning(
 def build_iterative(resources: Resources, checkpointer: Any = None) -> CompiledStateGraph:
     """IRCoT-style: retrieve, write one reasoning sentence, retrieve with it, repeat."""
     builder = StateGraph(IterativeState, context_schema=Settings, input_schema=InputState)
-    builder.add_node("take_question", take_question)
+    add_turn(builder, resources, first="retrieve_for_question")
     builder.add_node(
         "retrieve_for_question", partial(retrieve_for_question, retriever=resources.retriever)
     )
@@ -97,11 +99,9 @@ def build_iterative(resources: Resources, checkpointer: Any = None) -> CompiledS
     builder.add_node(
         "answer_from_passages", partial(answer_from_passages, gateway=resources.gateway)
     )
-    builder.add_edge(START, "take_question")
-    builder.add_edge("take_question", "retrieve_for_question")
     builder.add_edge("retrieve_for_question", "reason_step")
     builder.add_conditional_edges("reason_step", route_after_reasoning)
     builder.add_edge("retrieve_for_thought", "reason_step")
-    builder.add_edge("answer_from_thoughts", END)
-    builder.add_edge("answer_from_passages", END)
+    builder.add_edge("answer_from_thoughts", REPLY)
+    builder.add_edge("answer_from_passages", REPLY)
     return builder.compile(name="iterative", checkpointer=checkpointer)

@@ -5,15 +5,16 @@ finish with AnsInt or CxtInt (`Settings.chain_integration`)."""
 from __future__ import annotations
 
 from functools import partial
-from typing import Any, Literal
+from typing import Any
 
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from app.errors import UserError
 from app.resources import Resources
 from app.settings import Settings
 from graph.state import ChainState, InputState
+from graph.turn import REPLY, add_turn
 from nodes.decompose import decompose_question
 from nodes.gather import gather_sentences
 from nodes.integrate import (
@@ -22,13 +23,7 @@ from nodes.integrate import (
     integrate_context,
     route_after_chain_step,
 )
-from nodes.question import take_question
 from nodes.rewrite import rewrite_chain_question
-
-
-def route_after_question(state: ChainState) -> Literal["decompose_question", "__end__"]:
-    """An empty question ends the run at once (take_question already answered it)."""
-    return "decompose_question" if state.get("question") else END
 
 
 def build_chainrag(resources: Resources, checkpointer: Any = None) -> CompiledStateGraph:
@@ -40,7 +35,7 @@ def build_chainrag(resources: Resources, checkpointer: Any = None) -> CompiledSt
         )
     gateway, dm = resources.gateway, resources.dm
     builder = StateGraph(ChainState, context_schema=Settings, input_schema=InputState)
-    builder.add_node("take_question", take_question)
+    add_turn(builder, resources, first="decompose_question")
     builder.add_node(
         "decompose_question",
         partial(decompose_question, gateway=gateway, examples=resources.examples),
@@ -51,12 +46,10 @@ def build_chainrag(resources: Resources, checkpointer: Any = None) -> CompiledSt
     builder.add_node("integrate_answers", partial(integrate_answers, gateway=gateway))
     builder.add_node("integrate_context", partial(integrate_context, gateway=gateway, dm=dm))
 
-    builder.add_edge(START, "take_question")
-    builder.add_conditional_edges("take_question", route_after_question)
     builder.add_edge("decompose_question", "rewrite_chain_question")
     builder.add_edge("rewrite_chain_question", "gather_sentences")
     builder.add_edge("gather_sentences", "answer_chain_step")
     builder.add_conditional_edges("answer_chain_step", route_after_chain_step)
-    builder.add_edge("integrate_answers", END)
-    builder.add_edge("integrate_context", END)
+    builder.add_edge("integrate_answers", REPLY)
+    builder.add_edge("integrate_context", REPLY)
     return builder.compile(name="chainrag", checkpointer=checkpointer)

@@ -6,13 +6,14 @@ from __future__ import annotations
 from functools import partial
 from typing import Any, Literal
 
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 
 from app.resources import Resources
 from app.settings import Settings
 from graph.state import DeftState, InputState
+from graph.turn import REPLY, add_turn
 from nodes.answer import answer_sub_question
 from nodes.cache import lookup_qa_cache
 from nodes.direct import answer_directly, check_direct_answer
@@ -20,16 +21,10 @@ from nodes.expand import expand_from_graph, expansion_reason
 from nodes.final import answer_from_qa_table, fallback_answer
 from nodes.guard import guard_self_contained
 from nodes.qa_table import update_qa_table
-from nodes.question import take_question
 from nodes.relevance import filter_relevant
 from nodes.retrieve import retrieve_for_sub_question, retrieve_question_passages
 from nodes.sub_question import write_sub_question
 from nodes.sufficiency import check_sufficiency
-
-
-def route_after_question(state: DeftState) -> Literal["retrieve_question_passages", "__end__"]:
-    """An empty question ends the run at once (take_question already answered it)."""
-    return "retrieve_question_passages" if state.get("question") else END
 
 
 def route_after_direct_check(state: DeftState) -> Literal["answer_directly", "write_sub_question"]:
@@ -81,7 +76,7 @@ def build_deft(resources: Resources, checkpointer: Any = None) -> CompiledStateG
         resources.qa_cache,
     )
     builder = StateGraph(DeftState, context_schema=Settings, input_schema=InputState)
-    builder.add_node("take_question", take_question)
+    add_turn(builder, resources, first="retrieve_question_passages")
     builder.add_node(
         "retrieve_question_passages", partial(retrieve_question_passages, retriever=retriever)
     )
@@ -105,11 +100,9 @@ def build_deft(resources: Resources, checkpointer: Any = None) -> CompiledStateG
         "fallback_answer", partial(fallback_answer, retriever=retriever, dm=dm, gateway=gateway)
     )
 
-    builder.add_edge(START, "take_question")
-    builder.add_conditional_edges("take_question", route_after_question)
     builder.add_edge("retrieve_question_passages", "check_direct_answer")
     builder.add_conditional_edges("check_direct_answer", route_after_direct_check)
-    builder.add_edge("answer_directly", END)
+    builder.add_edge("answer_directly", REPLY)
     builder.add_conditional_edges("write_sub_question", route_after_sub_question)
     builder.add_edge("guard_self_contained", "lookup_qa_cache")
     builder.add_conditional_edges("lookup_qa_cache", route_after_cache)
@@ -126,6 +119,6 @@ def build_deft(resources: Resources, checkpointer: Any = None) -> CompiledStateG
     )
     builder.add_edge("update_qa_table", "check_sufficiency")
     builder.add_conditional_edges("check_sufficiency", route_after_sufficiency)
-    builder.add_edge("answer_from_qa_table", END)
-    builder.add_edge("fallback_answer", END)
+    builder.add_edge("answer_from_qa_table", REPLY)
+    builder.add_edge("fallback_answer", REPLY)
     return builder.compile(name="deft", checkpointer=checkpointer)

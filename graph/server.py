@@ -1,52 +1,47 @@
 """Graph factories for `langgraph dev` / LangGraph Server (see langgraph.json).
 
-The server calls a factory for each run; models and stores are opened once per process
-(per index) by `shared_resources` and injected into the graph. The index comes from the
-run's `configurable.index`, else HOPRAG_INDEX.
+The server calls a factory for each run and each state read, on its event loop. The
+factories are async: models and stores are opened once per process (per index) by the
+`server_pool`, in a worker thread, and injected into the graph; LangGraph runs the
+graph's synchronous nodes in its thread pool, so nothing blocks the loop. The index
+comes from the run's `configurable.index`, else HOPRAG_INDEX.
 """
 
 from __future__ import annotations
 
-from functools import cache
-
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
 
-from app.resources import Resources
-from app.settings import Settings
+from app.resources import server_pool
 from graph.systems import build_system
 
 
-@cache
-def shared_resources(index: str) -> Resources:
-    return Resources.open(Settings(index=index), index)
+async def _graph(name: str, config: RunnableConfig) -> CompiledStateGraph:
+    pool = server_pool()
+    index = str((config.get("configurable") or {}).get("index") or pool.settings.index)
+    return build_system(name, await pool.aget(index))
 
 
-def _graph(name: str, config: RunnableConfig) -> CompiledStateGraph:
-    index = str((config.get("configurable") or {}).get("index") or Settings().index)
-    return build_system(name, shared_resources(index))
-
-
-def vanilla(config: RunnableConfig) -> CompiledStateGraph:
+async def vanilla(config: RunnableConfig) -> CompiledStateGraph:
     """Retrieve top-k passages, read them in one LLM call."""
-    return _graph("vanilla", config)
+    return await _graph("vanilla", config)
 
 
-def iterative(config: RunnableConfig) -> CompiledStateGraph:
+async def iterative(config: RunnableConfig) -> CompiledStateGraph:
     """IRCoT-style interleaved reasoning and retrieval."""
-    return _graph("iterative", config)
+    return await _graph("iterative", config)
 
 
-def closed_book(config: RunnableConfig) -> CompiledStateGraph:
+async def closed_book(config: RunnableConfig) -> CompiledStateGraph:
     """The chat model alone, no retrieval."""
-    return _graph("closed_book", config)
+    return await _graph("closed_book", config)
 
 
-def deft(config: RunnableConfig) -> CompiledStateGraph:
+async def deft(config: RunnableConfig) -> CompiledStateGraph:
     """DeFT-RAG: self-contained sub-questions, a QA table, calibrated decisions, QA cache."""
-    return _graph("deft", config)
+    return await _graph("deft", config)
 
 
-def chainrag(config: RunnableConfig) -> CompiledStateGraph:
+async def chainrag(config: RunnableConfig) -> CompiledStateGraph:
     """ChainRAG: decomposition, rewriting, sentence-graph expansion, AnsInt or CxtInt."""
-    return _graph("chainrag", config)
+    return await _graph("chainrag", config)

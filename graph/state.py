@@ -1,13 +1,15 @@
 """Graph states. Reducers are explicit: `messages` and `thoughts` append, everything else
-replaces."""
+replaces. A thread keeps its state between runs (chat turns): `fresh_turn` clears
+everything but the conversation at the start of each turn."""
 
 from __future__ import annotations
 
 import operator
-from typing import Annotated, Any, TypedDict
+from typing import Annotated, Any, TypedDict, get_args, get_origin, get_type_hints
 
 from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
+from langgraph.types import Overwrite
 
 
 class InputState(TypedDict, total=False):
@@ -19,7 +21,30 @@ class InputState(TypedDict, total=False):
     gold_passage_ids: list[int]
 
 
-class ReadState(InputState, total=False):
+class TurnState(InputState, total=False):
+    """One chat turn: the follow-up as asked, when it was rewritten into the self-contained
+    `question`, and the passages the reply cites."""
+
+    contextualised_from: str
+    citations: list[dict[str, Any]]
+
+
+def fresh_turn(schema: type) -> dict[str, Any]:
+    """The update that starts a new turn in a thread: every key of `schema` other than the
+    input's back to empty (lists with a reducer are overwritten, not appended to)."""
+    update: dict[str, Any] = {}
+    for key, hint in get_type_hints(schema, include_extras=True).items():
+        if key in InputState.__annotations__:
+            continue
+        annotated = get_origin(hint) is Annotated
+        kind = get_args(hint)[0] if annotated else hint
+        kind = get_origin(kind) or kind
+        empty = {list: [], str: "", int: 0, bool: False}.get(kind)
+        update[key] = Overwrite(empty) if annotated else empty
+    return update
+
+
+class ReadState(TurnState, total=False):
     """Retrieve-then-read: the passages fed to the reader and its answer."""
 
     passages: list[dict[str, Any]]
@@ -68,7 +93,7 @@ def merge_passages(
     return merged
 
 
-class DeftState(InputState, total=False):
+class DeftState(TurnState, total=False):
     """The DeFT state machine (SPEC section 1). The LLM never tracks state: this does."""
 
     question_passages: list[dict[str, Any]]  # R_w(Q)
@@ -101,7 +126,7 @@ class ChainStep(TypedDict):
     passage_ids: list[int]
 
 
-class ChainState(InputState, total=False):
+class ChainState(TurnState, total=False):
     """ChainRAG (SPEC section 3): a plan of sub-questions answered one by one from the
     sentences the graph expansion gathers, then integrated."""
 

@@ -6,8 +6,6 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from langchain_core.messages import AIMessage
-
 from app.llm import LLMGateway
 from app.metrics import normalize_answer
 from graph.state import DeftState, ReadState
@@ -48,8 +46,8 @@ def echoes_question(question: str, answer: str) -> bool:
 
 
 def answered(answer: str) -> dict[str, Any]:
-    """The state update that finishes a run: the answer, also as an AI chat message."""
-    return {"answer": answer, "messages": [AIMessage(content=answer)]}
+    """The state update that finishes a run (the `reply` node turns it into a message)."""
+    return {"answer": answer}
 
 
 def read_passages(gateway: LLMGateway, question: str, passages: Sequence[dict[str, Any]]) -> str:

@@ -4,7 +4,9 @@ embedded LLM server for the whole session."""
 
 from __future__ import annotations
 
+import hashlib
 import os
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -96,3 +98,22 @@ def assert_user_error(proc: subprocess.CompletedProcess[str], *needles: str) -> 
     assert len(lines) <= 2, proc.stderr
     for needle in needles:
         assert needle.lower() in proc.stderr.lower(), proc.stderr
+
+
+def stored_data(home: Path) -> dict[str, object]:
+    """What the stores hold: the bytes of every index file, the QA cache's entries and
+    the checkpoints (rows, not SQLite's files, which WAL bookkeeping touches on open)."""
+    data: dict[str, object] = {}
+    for path in sorted((home / "indexes").rglob("*")):
+        if path.is_file() and ".qa_cache.sqlite" not in path.name:
+            data[str(path.relative_to(home))] = hashlib.sha256(path.read_bytes()).hexdigest()
+    queries = {
+        "qa_cache.sqlite": "SELECT * FROM entries ORDER BY id",
+        "checkpoints.sqlite": "SELECT thread_id, checkpoint_id FROM checkpoints ORDER BY 1, 2",
+    }
+    for path in [*(home / "indexes").glob("*.qa_cache.sqlite"), home / "checkpoints.sqlite"]:
+        if path.is_file():
+            query = queries[path.name.split(".", 1)[-1] if "qa_cache" in path.name else path.name]
+            with sqlite3.connect(path) as db:
+                data[path.name] = db.execute(query).fetchall()
+    return data

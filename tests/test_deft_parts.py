@@ -93,9 +93,11 @@ def test_text_cleaning() -> None:
     assert clean_sub_question("  \n ") == ""
     assert is_unknown("Unknown.") and is_unknown("") and is_unknown("not mentioned")
     assert not is_unknown("Oskelund")
-    assert take_question({"question": "  Who\x00 is\tit? "}) == {"question": "Who is it?"}
-    assert take_question({"question": "   "})["answer"] == "Please ask a question."
-    assert "too long" in take_question({"question": "why " * 30_000})["answer"]
+    taken = take_question({"question": "  Who\x00 is\tit? "}, fresh={})
+    assert taken["question"] == "Who is it?"
+    assert [m.content for m in taken["messages"]] == ["Who is it?"]  # joins the chat
+    assert take_question({"question": "   "}, fresh={})["answer"] == "Please ask a question."
+    assert "too long" in take_question({"question": "why " * 30_000}, fresh={})["answer"]
 
 
 def test_passages_reducer_keeps_first_reading() -> None:
@@ -212,3 +214,28 @@ def test_a_switched_off_decision_says_no_without_any_model() -> None:
     dm = DecisionModel(gateway=None, embedder=None, calibration=off)  # type: ignore[arg-type]
     assert dm.p_direct("Q?", PASSAGES) == 0.0 and dm.p_same("A?", "B?") == 0.0
     assert dm.p_rel("Q?", PASSAGES) == [0.0] * len(PASSAGES)
+
+
+def test_a_new_turn_clears_the_last_one_but_keeps_the_chat() -> None:
+    """A thread keeps its state between runs: the next turn must not start with the last
+    turn's QA table, hop count or decisions (lists with reducers are overwritten)."""
+    from langchain_core.messages import AIMessage, HumanMessage
+    from langgraph.types import Overwrite
+
+    from graph.state import DeftState, fresh_turn
+
+    fresh = fresh_turn(DeftState)
+    assert "messages" not in fresh and "question" not in fresh
+    assert fresh["hop"] == 0 and fresh["qa_table"] == Overwrite([])
+    last_turn = {
+        "messages": [HumanMessage("Who founded X?"), AIMessage("Ann"), HumanMessage("and Y?")],
+        "question": "Who founded X?",
+        "hop": 3,
+        "qa_table": [{"sub_question": "Who founded X?", "answer": "Ann", "passage_ids": []}],
+        "answer": "Ann",
+    }
+    update = take_question(last_turn, fresh=fresh)
+    assert update["question"] == "and Y?"  # the chat message just sent, not the old field
+    assert "messages" not in update  # it is in the chat already
+    assert update["hop"] == 0 and update["qa_table"] == Overwrite([]) and update["answer"] == ""
+    assert "decisions" not in update  # only what the thread holds is cleared

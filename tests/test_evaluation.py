@@ -178,6 +178,7 @@ def test_resume_after_kill_never_repeats_a_finished_question(
             "take_question",
             "retrieve_for_question",
             "answer_from_passages",
+            "reply",
         ]
     summary = json.loads((out / "summary.json").read_text())
     assert summary["all"]["n"] == 3 and "same model" in summary["judge"]

@@ -39,3 +39,20 @@ def test_bad_values_are_user_errors(monkeypatch: pytest.MonkeyPatch) -> None:
         Settings().with_overrides(retrieval="magic")
     with pytest.raises(TypeError, match="unknown settings"):
         Settings().with_overrides(colour="blue")
+
+
+def test_request_settings_are_the_method_knobs_with_their_types() -> None:
+    """A server run's `context`: tuning is allowed, where files and endpoints are is not."""
+    settings = Settings().with_request({"w": 7, "tau_rel": 1, "retrieval": "bm25"}, strict=True)
+    assert (settings.w, settings.tau_rel, settings.retrieval) == (7, 1.0, "bm25")
+    assert Settings().with_request({"w": "7"}).w == 7  # a string is read, unless strict
+    for bad, message in [
+        ({"w": "7"}, "not a valid int"),
+        ({"w": True}, "not a valid int"),
+        ({"tau_rel": [1]}, "not a valid float"),
+        ({"home": "/"}, "cannot be set per request"),
+        ({"llm_base_url": "http://elsewhere/v1"}, "cannot be set per request"),
+        ({"retrieval": "psychic"}, "retrieval mode"),
+    ]:
+        with pytest.raises(UserError, match=message):
+            Settings().with_request(bad, strict=True)

@@ -63,9 +63,9 @@ class QACache:
         self._lock = threading.Lock()
         path.parent.mkdir(parents=True, exist_ok=True)
         self.db = sqlite3.connect(path, timeout=30, check_same_thread=False, isolation_level=None)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA busy_timeout=30000")
         try:
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA busy_timeout=30000")
             self.db.executescript(SCHEMA)
             self.db.execute("SELECT COUNT(*) FROM entries").fetchone()
         except sqlite3.DatabaseError as exc:

@@ -1,0 +1,153 @@
+"""Where runs are checkpointed: SQLite in HOPRAG_HOME by default, Postgres when
+HOPRAG_POSTGRES_URL is set (one database for every machine that serves or answers), and
+how a finished or interrupted run is read back for `hoprag trace` and `hoprag resume`."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.types import Overwrite
+
+from app.errors import ServiceError, UserError
+from app.settings import Settings
+
+BRANCH = "branch:to:"
+POSTGRES_CONNECT_TIMEOUT_S = 10
+
+
+def redact(url: str) -> str:
+    """A connection string fit for an error message: the password replaced."""
+    return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", url)
+
+
+def no_such_run(thread_id: str) -> UserError:
+    return UserError(
+        f"no run with thread id {thread_id!r}",
+        hint="`hoprag ask` prints the thread id of every run",
+    )
+
+
+@contextmanager
+def open_checkpointer(
+    settings: Settings, *, reading: str | None = None
+) -> Iterator[BaseCheckpointSaver]:
+    """The checkpointer the settings select, its tables created if needed; `reading` a
+    thread's runs creates nothing (no SQLite file: no such run)."""
+    if settings.postgres_url:
+        with _postgres(settings.postgres_url) as saver:
+            yield saver
+        return
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    path = settings.home / "checkpoints.sqlite"
+    if reading is not None and not path.is_file():
+        raise no_such_run(reading)
+    settings.home.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(path, check_same_thread=False)
+    try:
+        saver = SqliteSaver(conn)
+        saver.setup()
+    except sqlite3.DatabaseError as exc:
+        conn.close()
+        raise UserError(
+            f"the checkpoint database {path} is damaged ({exc})",
+            hint="move it away; hoprag starts a new one (earlier threads are lost)",
+        ) from None
+    try:
+        yield saver
+    finally:
+        conn.close()
+
+
+@contextmanager
+def _postgres(url: str) -> Iterator[BaseCheckpointSaver]:
+    try:
+        import psycopg
+        from langgraph.checkpoint.postgres import PostgresSaver
+        from psycopg.rows import dict_row
+    except ImportError:
+        raise UserError(
+            "HOPRAG_POSTGRES_URL is set but langgraph-checkpoint-postgres is not installed",
+            hint='pip install "langgraph-checkpoint-postgres" "psycopg[binary]"',
+        ) from None
+    try:
+        conn = psycopg.Connection.connect(
+            url,
+            autocommit=True,
+            prepare_threshold=0,
+            row_factory=dict_row,
+            connect_timeout=POSTGRES_CONNECT_TIMEOUT_S,
+        )
+    except psycopg.Error as exc:
+        raise ServiceError(
+            f"the Postgres checkpoint database {redact(url)} does not answer: "
+            f"{str(exc).strip().splitlines()[0][:200]}",
+            hint="check HOPRAG_POSTGRES_URL, or unset it to checkpoint in SQLite",
+        ) from None
+    with conn:
+        saver = PostgresSaver(conn)
+        saver.setup()
+        yield saver
+
+
+@dataclass
+class Step:
+    """One node of a run, as checkpointed: what it wrote."""
+
+    node: str
+    update: dict[str, Any]
+
+
+@dataclass
+class RunRecord:
+    """The last run (turn) of a thread, read back from its checkpoints."""
+
+    thread_id: str
+    metadata: dict[str, Any]
+    steps: list[Step] = field(default_factory=list)
+    values: dict[str, Any] = field(default_factory=dict)
+    pending: list[str] = field(default_factory=list)  # nodes due when the run stopped
+
+    @property
+    def finished(self) -> bool:
+        return not self.pending
+
+
+def _plain(value: Any) -> Any:
+    return value.value if isinstance(value, Overwrite) else value
+
+
+def _due(checkpoint: Any) -> list[str]:
+    """The nodes a checkpoint has triggered to run next."""
+    return [
+        c[len(BRANCH) :] for c in checkpoint.checkpoint["channel_values"] if c.startswith(BRANCH)
+    ]
+
+
+def read_run(saver: BaseCheckpointSaver, thread_id: str) -> RunRecord:
+    """The thread's last run: each node with its writes, the state it ended in, and the
+    nodes still due if it stopped early. Reads the checkpoints alone: no model loads."""
+    history = list(saver.list({"configurable": {"thread_id": thread_id}}))[::-1]
+    if not history:
+        raise no_such_run(thread_id)
+    starts = [i for i, t in enumerate(history) if t.metadata.get("source") == "input"]
+    turn = history[starts[-1] if starts else 0 :]
+    record = RunRecord(thread_id, dict(turn[-1].metadata or {}))
+    for checkpoint in turn:
+        due = _due(checkpoint)
+        update = {
+            channel: _plain(value)
+            for _, channel, value in checkpoint.pending_writes or []
+            if not channel.startswith(BRANCH) and not channel.startswith("__")
+        }
+        if due and (update or checkpoint is not turn[-1]):
+            record.steps.append(Step(due[0], update))
+    record.values = dict(turn[-1].checkpoint["channel_values"])
+    record.pending = _due(turn[-1])
+    return record
