@@ -383,8 +383,9 @@ def dm_eval() -> str:
         "",
         f"Measured {r['date']} on {machine()} with `.venv/bin/{r['command']}`; trained DM "
         f"recipe {json.dumps(r['trained_dm'].get('recipe'))}.",
-        "The zero-shot chat-model backend is scored on a random sample of each kind (its "
-        "calls take seconds); the trained DM on every dev example. Targets: AUC >= "
+        "The trained DM is scored on a seeded sample of at most 1,500 dev examples per kind, "
+        "the zero-shot chat-model backend on 40 of those (its calls take seconds): the "
+        "comparison for `same` rests on 40 examples with 7 positives. Targets: AUC >= "
         + ", ".join(f"{k} {v}" for k, v in targets.items())
         + "; ECE <= 0.05.",
         "",
@@ -410,6 +411,7 @@ def dm_eval() -> str:
         "AUC is at least the zero-shot one). Relevance of 10 passages in one batch: median "
         f"{_cell(latency.get('median'))} ms, p90 {_cell(latency.get('p90'))} ms over "
         f"{latency.get('batches')} batches (target: under 150 ms).",
+        r.get("notes", ""),
         "",
         " ".join(
             f"![{kind}](dm_eval/reliability_{kind}.png)"
@@ -417,6 +419,32 @@ def dm_eval() -> str:
             if (path.parent / f"reliability_{kind}.png").is_file()
         ),
     ]
+    return "\n".join(lines) + "\n"
+
+
+def serve_load() -> str:
+    """Chats at once against one `hoprag serve` on the sample corpus."""
+    runs = [_load(f.stem) for f in sorted(RESULTS.glob("serve_load-*.json"))]
+    if not runs:
+        return ""
+    lines = [
+        "## Serving under load",
+        "",
+        "Each run is a new chat thread asking one single-hop question of the sample corpus "
+        "through `langgraph_sdk`, against one `hoprag serve` (embedded 1.5B model). Correct: "
+        "the answer contains the gold answer.",
+        "",
+        "| graph | concurrent | runs | correct | runs/min | p50 s | p90 s | p95 s | max s | "
+        "measured | machine | command |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | --- |",
+    ]
+    for r in runs:
+        lat = r["latency_s"]
+        lines.append(
+            f"| {r['graph']} | {r['concurrency']} | {r['runs']} | {r['correct']} | "
+            f"{r['runs_per_min']} | {lat['p50']} | {lat['p90']} | {lat['p95']} | {lat['max']} | "
+            f"{r['date'][:10]} | {r['machine']} | `{r['command']}` |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -433,6 +461,7 @@ def main() -> None:
         graph_build(),
         rewrite_recall(),
         evaluations(),
+        serve_load(),
     ]
     print("\n".join(s for s in sections if s).rstrip())
 

@@ -17,12 +17,12 @@ import json
 import statistics
 import time
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 from langgraph_sdk import get_sync_client
 
-SAMPLE_QUESTIONS = Path(__file__).parents[1] / "app" / "data" / "sample" / "questions.json"
-RESULTS = Path(__file__).parent / "results"
+from bench.common import ROOT, save
+
+SAMPLE_QUESTIONS = ROOT / "app" / "data" / "sample" / "questions.json"
 
 
 def single_hops() -> list[tuple[str, str]]:
@@ -78,9 +78,11 @@ def main() -> None:
         },
         "correct": correct,
     }
-    RESULTS.mkdir(exist_ok=True)
-    out = RESULTS / f"serve_load-{args.graph}-c{args.concurrency}.json"
-    out.write_text(json.dumps(report, indent=2) + "\n")
+    command = (
+        f"python -m bench.serve_load --graph {args.graph} --concurrency {args.concurrency} "
+        f"--runs {args.runs}"
+    )
+    save(f"serve_load-{args.graph}-c{args.concurrency}", {"command": command, **report})
     print(json.dumps(report, indent=2))
 
 
