@@ -25,7 +25,7 @@ from app.corpus import fingerprint, load_corpus
 from app.errors import UserError
 from app.llm import LLMGateway
 from app.metrics import chain_covered, contain_match, exact_match, normalize_answer, token_f1
-from app.settings import Settings
+from app.settings import DEFT_SETTINGS, Settings
 from app.store import CorpusIndex, check_name
 from nodes.answer import UNKNOWN
 from prompts import load_prompt
@@ -79,20 +79,9 @@ def chainrag_signature(settings: Settings) -> str:
 
 def deft_signature(settings: Settings) -> str:
     """The DeFT settings that change answers, in one comparable string."""
-    names = (
-        "w",
-        "max_kept",
-        "max_steps",
-        "fallback_k",
-        "tau_rel",
-        "tau_direct",
-        "tau_shallow",
-        "tau_suff",
-        "tau_same",
-        "qa_cache",
-        "graph_expansion",
+    return " ".join(
+        [*(f"{n}={getattr(settings, n)}" for n in DEFT_SETTINGS), dm_signature(settings)]
     )
-    return " ".join([*(f"{n}={getattr(settings, n)}" for n in names), dm_signature(settings)])
 
 
 def dm_signature(settings: Settings) -> str:

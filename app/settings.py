@@ -41,6 +41,9 @@ WRITER_EXAMPLES = 3
 # similarity to examples already picked, so that three near-copies are not shown.
 WRITER_EXAMPLE_RELEVANCE = 0.7
 SUB_QUESTION_TOKENS = 48
+CONTEXTUALISED_QUESTION_TOKENS = 64  # a chat follow-up rewritten to stand alone
+REASON_STEP_TOKENS = 64  # one reasoning sentence of the iterative baseline
+PLAN_TOKENS = 160  # ChainRAG's whole decomposition
 MAX_QUESTION_COVERAGE = 0.8
 
 # Sentence graph (ChainRAG, SPEC section 3): share of entities that are key entities,
@@ -84,23 +87,27 @@ SERVER_START_TIMEOUT_S = 180.0
 SERVER_HEALTH_POLL_S = 0.5
 
 
+# DeFT's knobs (SPEC section 1): they change its answers, so a run's signature holds them.
+DEFT_SETTINGS = (
+    "w",
+    "max_kept",
+    "max_steps",
+    "fallback_k",
+    "tau_rel",
+    "tau_direct",
+    "tau_shallow",
+    "tau_suff",
+    "tau_same",
+    "qa_cache",
+    "graph_expansion",
+)
 # Settings a run's `context` may change (the method's knobs). Where models, files and
 # endpoints live is the operator's choice alone, never a request's.
 REQUEST_SETTINGS = frozenset(
     {
         "retrieval",
         "top_k",
-        "w",
-        "max_kept",
-        "max_steps",
-        "fallback_k",
-        "tau_rel",
-        "tau_direct",
-        "tau_shallow",
-        "tau_suff",
-        "tau_same",
-        "qa_cache",
-        "graph_expansion",
+        *DEFT_SETTINGS,
         "trained_dm",
         "chain_integration",
         "max_answer_tokens",

@@ -9,12 +9,15 @@ from typing import Any
 from langchain_core.messages import AnyMessage, HumanMessage
 
 from app.llm import LLMGateway
-from app.settings import CHAT_HISTORY_CHARS, CHAT_HISTORY_MESSAGES, MAX_QUESTION_CHARS
+from app.settings import (
+    CHAT_HISTORY_CHARS,
+    CHAT_HISTORY_MESSAGES,
+    CONTEXTUALISED_QUESTION_TOKENS,
+    MAX_QUESTION_CHARS,
+)
 from graph.state import TurnState
 from nodes.question import clean_question, message_text
 from prompts import load_prompt
-
-QUESTION_TOKENS = 64
 
 
 def has_history(state: TurnState) -> bool:
@@ -37,7 +40,7 @@ def contextualise_question(state: TurnState, *, gateway: LLMGateway) -> dict[str
     messages = load_prompt("contextualise_question").format_messages(
         history=format_history((state.get("messages") or [])[:-1]), question=question
     )
-    rewritten = clean_question(gateway.invoke(messages, max_tokens=QUESTION_TOKENS))
+    rewritten = clean_question(gateway.invoke(messages, max_tokens=CONTEXTUALISED_QUESTION_TOKENS))
     if not rewritten or rewritten == question or len(rewritten) > MAX_QUESTION_CHARS:
         return {}
     return {"question": rewritten, "contextualised_from": question}

@@ -9,13 +9,12 @@ import re
 from typing import Any
 
 from app.llm import LLMGateway
-from app.settings import CHAIN_MAX_SUB_QUESTIONS, WRITER_EXAMPLES
+from app.settings import CHAIN_MAX_SUB_QUESTIONS, PLAN_TOKENS, WRITER_EXAMPLES
 from graph.state import ChainState
 from nodes.sub_question import clean_sub_question
 from prompts import load_prompt
 from tools.examples import ExampleBank
 
-PLAN_TOKENS = 160
 _NUMBERED = re.compile(r"^\s*\d+\s*[.)]\s*(.+)$")
 
 

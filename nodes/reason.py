@@ -6,12 +6,12 @@ import re
 from typing import Any
 
 from app.llm import LLMGateway
+from app.settings import REASON_STEP_TOKENS
 from graph.state import IterativeState
 from nodes.answer import answered, clean_answer
 from prompts import format_passages, load_prompt
 
 _SO_THE_ANSWER = re.compile(r"so the answer is\s*:?\s*(.+)", re.IGNORECASE)
-REASON_STEP_TOKENS = 64
 
 
 def final_answer_in(thought: str) -> str | None:
