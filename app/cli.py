@@ -763,13 +763,7 @@ def dm_eval(
         )
     finally:
         gateway.close()
-    use_for = [
-        kind
-        for kind, r in report.items()
-        if isinstance(r, dict)
-        and "trained" in r
-        and (r["trained"]["auc"] or 0) >= (r["zero_shot"]["auc"] or 0.5)
-    ]
+    use_for = evaluation.trained_kinds(report)
     meta = json.loads((DM_DIR / "dm.json").read_text())
     (DM_DIR / "dm.json").write_text(json.dumps({**meta, "use_for": use_for}, indent=2) + "\n")
     report["use_for"] = use_for

@@ -10,6 +10,10 @@ from typing import Any
 import numpy as np
 
 ECE_BINS = 10
+# The trained DM takes over a kind only where it ranks at least this well: a judge wrong
+# one time in three does harm where the zero-shot model abstains (`direct` is "off"
+# zero-shot, and a weak `direct` would stop graph expansion and the step loop early).
+MIN_TRAINED_AUC = 0.8
 
 
 def auc(scores: Sequence[float], labels: Sequence[int]) -> float | None:
@@ -47,6 +51,18 @@ def ece(probabilities: Sequence[float], labels: Sequence[int], bins: int = ECE_B
 def accuracy_at(probabilities: Sequence[float], labels: Sequence[int], threshold: float) -> float:
     p, y = np.asarray(probabilities, dtype=float), np.asarray(labels, dtype=int)
     return float(((p >= threshold).astype(int) == y).mean()) if len(y) else 0.0
+
+
+def trained_kinds(report: dict[str, Any]) -> list[str]:
+    """The kinds the trained DM should judge: its dev AUC is at least the zero-shot
+    backend's and at least `MIN_TRAINED_AUC`."""
+    return [
+        kind
+        for kind, r in report.items()
+        if isinstance(r, dict)
+        and "trained" in r
+        and (r["trained"]["auc"] or 0) >= max(r["zero_shot"]["auc"] or 0.5, MIN_TRAINED_AUC)
+    ]
 
 
 def kind_report(

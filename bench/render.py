@@ -408,7 +408,8 @@ def dm_eval() -> str:
     lines += [
         "",
         f"The trained DM serves: {', '.join(r.get('use_for', [])) or 'nothing'} (where its "
-        "AUC is at least the zero-shot one). Relevance of 10 passages in one batch: median "
+        "AUC is at least the zero-shot one and at least 0.8). Relevance of 10 passages in "
+        "one batch: median "
         f"{_cell(latency.get('median'))} ms, p90 {_cell(latency.get('p90'))} ms over "
         f"{latency.get('batches')} batches (target: under 150 ms).",
         r.get("notes", ""),

@@ -44,7 +44,7 @@ def build_chainrag(resources: Resources, checkpointer: Any = None) -> CompiledSt
     builder.add_node("gather_sentences", partial(gather_sentences, graph=graph, dm=dm))
     builder.add_node("answer_chain_step", partial(answer_chain_step, gateway=gateway))
     builder.add_node("integrate_answers", partial(integrate_answers, gateway=gateway))
-    builder.add_node("integrate_context", partial(integrate_context, gateway=gateway, dm=dm))
+    builder.add_node("integrate_context", partial(integrate_context, gateway=gateway, graph=graph))
 
     builder.add_edge("decompose_question", "rewrite_chain_question")
     builder.add_edge("rewrite_chain_question", "gather_sentences")

@@ -17,13 +17,10 @@ from tools.decision import DecisionModel
 from tools.sentence_graph import GraphSentence, SentenceGraph
 
 
-def rerank(
-    dm: DecisionModel, question: str, sentences: Sequence[GraphSentence], budget: int
+def best_within(
+    sentences: Sequence[GraphSentence], scores: Sequence[float], budget: int
 ) -> list[GraphSentence]:
-    """Most relevant first, as many as fit in `budget` words (at least one)."""
-    if not sentences:
-        return []
-    scores = dm.p_rel(question, [s.as_passage() for s in sentences], stored=False)
+    """Highest score first, as many as fit in `budget` words (at least one)."""
     ranked = [s for _, s in sorted(zip(scores, sentences, strict=True), key=lambda x: -x[0])]
     chosen, words = [], 0
     for s in ranked:
@@ -45,5 +42,7 @@ def gather_sentences(
         return dm.p_direct(q, as_passages(sentences)) >= settings.tau_direct
 
     gathered = graph.expand(graph.seed_sentences(question), question, sufficient=sufficient)
-    read = [asdict(s) for s in rerank(dm, question, gathered, CHAIN_READ_WORDS)]
-    return {"gathered": read, "context": read}
+    relevance = dm.p_rel(question, [s.as_passage() for s in gathered], stored=False)
+    read = best_within(gathered, relevance, CHAIN_READ_WORDS)
+    # The step reads its best sentences; CxtInt later reranks everything gathered.
+    return {"gathered": [asdict(s) for s in read], "context": [asdict(s) for s in gathered]}

@@ -14,9 +14,8 @@ from graph.state import ChainState, ChainStep
 from nodes.answer import answered, read_passages
 from nodes.expand import as_passages
 from nodes.final import answer_from_rows
-from nodes.gather import rerank
-from tools.decision import DecisionModel
-from tools.sentence_graph import GraphSentence
+from nodes.gather import best_within
+from tools.sentence_graph import GraphSentence, SentenceGraph
 
 
 def answer_chain_step(state: ChainState, *, gateway: LLMGateway) -> dict[str, Any]:
@@ -49,12 +48,16 @@ def integrate_answers(state: ChainState, *, gateway: LLMGateway) -> dict[str, An
 
 
 def integrate_context(
-    state: ChainState, *, gateway: LLMGateway, dm: DecisionModel
+    state: ChainState, *, gateway: LLMGateway, graph: SentenceGraph
 ) -> dict[str, Any]:
-    """CxtInt: the final answer from every gathered sentence, once each, best first."""
+    """CxtInt: the final answer from every gathered sentence, once each, ranked by
+    similarity to the question as ChainRAG does. (The DM's relevance judges a passage
+    against one step; against the whole question it ranks the bridge sentences, which
+    share few words with it, too low.)"""
     unique = {s["id"]: s for s in state.get("context") or []}
     sentences = [GraphSentence(**s) for s in unique.values()]
-    chosen = rerank(dm, state["question"], sentences, 2 * CHAIN_READ_WORDS)
+    similarity = graph.similarity(state["question"], [s.id for s in sentences])
+    chosen = best_within(sentences, similarity, 2 * CHAIN_READ_WORDS)
     passages = as_passages(chosen)
     answer = read_passages(gateway, state["question"], passages) if passages else "unknown"
     return {

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from app import dm_eval
 from app.dm_eval import accuracy_at, auc, ece, reliability, reliability_diagram
 
 
@@ -34,3 +35,17 @@ def test_accuracy_at_threshold() -> None:
 def test_reliability_diagram_is_a_png(tmp_path: Path) -> None:
     out = reliability_diagram({"a": ([0.1, 0.8, 0.9], [0, 1, 1])}, "rel", tmp_path / "rel.png")
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_trained_dm_takes_a_kind_only_where_it_ranks_well_and_better() -> None:
+    def row(trained: float, zero_shot: float | None) -> dict:
+        return {"trained": {"auc": trained}, "zero_shot": {"auc": zero_shot}}
+
+    report = {
+        "rel": row(0.90, 0.64),  # better and good: trained
+        "direct": row(0.65, 0.50),  # better than an abstaining zero-shot, but weak: not
+        "same": row(0.986, 0.996),  # good, but the zero-shot is better: not
+        "suff": row(0.99, None),  # zero-shot unmeasured counts as chance: trained
+        "rel_latency_ms": {"median": 10.0},
+    }
+    assert dm_eval.trained_kinds(report) == ["rel", "suff"]

@@ -113,6 +113,13 @@ class SentenceGraph:
         ranked = sorted(zip(relevance, records, strict=True), key=lambda x: -x[0])[:k]
         return [_sentence(r, 0, "seed") for _, r in ranked]
 
+    def similarity(self, query: str, ids: Sequence[int]) -> list[float]:
+        """Cosine of the query and each sentence (stored vectors; one query encoding)."""
+        if not ids:
+            return []
+        rows = self.vectors[np.asarray(ids, dtype=np.int64)].astype(np.float32)
+        return (rows @ self.embedder.embed([query])[0].astype(np.float32)).tolist()
+
     def neighbours(self, ids: Sequence[int]) -> dict[int, tuple[float, str]]:
         """Sentences one edge away from `ids` (not in it): total edge weight and the type
         of the strongest edge that reached each."""
