@@ -120,7 +120,13 @@ class RunRecord:
 
 
 def _plain(value: Any) -> Any:
-    return value.value if isinstance(value, Overwrite) else value
+    """A channel write as the node meant it: `Overwrite(x)`, or its JSON form from a
+    server (`{"type": "__overwrite__", "value": x}`), is x."""
+    if isinstance(value, Overwrite):
+        return value.value
+    if isinstance(value, dict) and value.get("type") == "__overwrite__" and "value" in value:
+        return value["value"]
+    return value
 
 
 def _due(checkpoint: Any) -> list[str]:
@@ -150,4 +156,40 @@ def read_run(saver: BaseCheckpointSaver, thread_id: str) -> RunRecord:
             record.steps.append(Step(due[0], update))
     record.values = dict(turn[-1].checkpoint["channel_values"])
     record.pending = _due(turn[-1])
+    return record
+
+
+def read_server_run(url: str, thread_id: str) -> RunRecord:
+    """The thread's last run on a LangGraph server (`hoprag serve`), which keeps its own
+    threads: the same record as `read_run`, from the thread's state history (each state's
+    tasks carry the writes of the node that ran)."""
+    import httpx
+    from langgraph_sdk import get_sync_client
+
+    try:
+        history = get_sync_client(url=url).threads.get_history(thread_id, limit=1000)[::-1]
+    except httpx.HTTPStatusError as exc:
+        if exc.response.status_code in (404, 422):
+            raise no_such_run(thread_id) from None
+        raise ServiceError(f"the server at {url} answered {exc.response.status_code}") from None
+    except httpx.TransportError as exc:
+        raise UserError(
+            f"no LangGraph server answers at {url} ({type(exc).__name__})",
+            hint="start one with `hoprag serve`, or check --url",
+        ) from None
+    if not history:
+        raise no_such_run(thread_id)
+    starts = [i for i, s in enumerate(history) if (s["metadata"] or {}).get("source") == "input"]
+    turn = history[starts[-1] if starts else 0 :]
+    metadata = dict(turn[-1]["metadata"] or {})
+    metadata.setdefault("system", metadata.get("graph_id", "?"))
+    metadata.setdefault("index", "(the server's default)")
+    record = RunRecord(thread_id, metadata)
+    for state in turn:
+        for task in state["tasks"]:
+            if task.get("result") is not None and not task["name"].startswith("__"):
+                update = {k: _plain(v) for k, v in task["result"].items()}
+                record.steps.append(Step(task["name"], update))
+    record.values = dict(turn[-1]["values"])
+    record.pending = list(turn[-1]["next"])
     return record

@@ -409,11 +409,15 @@ def ask(
     _print_answer(result, system, thread_id, cost, as_json)
 
 
+def _check_thread_id(thread_id: str) -> None:
+    if not thread_id.strip() or len(thread_id) > 200:
+        raise UserError(f"{thread_id[:40]!r} is not a thread id", hint="see `hoprag ask`")
+
+
 def _read_thread(thread_id: str) -> Any:
     from app.checkpoints import open_checkpointer, read_run
 
-    if not thread_id.strip() or len(thread_id) > 200:
-        raise UserError(f"{thread_id[:40]!r} is not a thread id", hint="see `hoprag ask`")
+    _check_thread_id(thread_id)
     with open_checkpointer(_settings(), reading=thread_id) as saver:
         return read_run(saver, thread_id)
 
@@ -440,10 +444,20 @@ def resume(
 @app.command("trace")
 def trace_thread(
     thread_id: Annotated[str, typer.Argument(help="Thread id (printed by `hoprag ask`).")],
+    url: Annotated[
+        str,
+        typer.Option(help="A thread of this LangGraph server (`hoprag serve`) instead."),
+    ] = "",
 ) -> None:
     """Replay the last run of a thread from its checkpoints: steps, sub-questions,
     decisions (p, threshold, outcome) and passages. Loads no model."""
-    record = _read_thread(thread_id)
+    if url:
+        from app.checkpoints import read_server_run
+
+        _check_thread_id(thread_id)
+        record = read_server_run(url, thread_id)
+    else:
+        record = _read_thread(thread_id)
     values = record.values
     meta = record.metadata
     typer.echo(

@@ -126,6 +126,16 @@ def test_a_deft_chat_follow_up_is_made_self_contained_and_cites_sources(
     assert len(second["decisions"]) == len(streamed)
     assert "BlockingError" not in log.read_text(errors="replace")
 
+    # The finished turn replays from the server's own threads, without loading a model.
+    replay = subprocess.run(
+        [HOPRAG, "trace", thread, "--url", url], capture_output=True, text=True, timeout=120
+    )
+    assert replay.returncode == 0, replay.stderr
+    assert "deft" in replay.stdout and "finished" in replay.stdout
+    assert "asked: and where was she born?" in replay.stdout
+    assert "[contextualise_question]" in replay.stdout and "decision " in replay.stdout
+    assert "cited: " in replay.stdout and "[14] Odile Farrengast" in replay.stdout
+
 
 def test_a_chainrag_thread_runs_through_the_sdk(server_url: str) -> None:
     client = get_sync_client(url=server_url)
