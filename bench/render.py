@@ -375,6 +375,19 @@ def dm_recipes() -> str:
     return "\n".join(lines) + "\n"
 
 
+def _dm_latency() -> list[str]:
+    r = _load("dm_latency")
+    if not r:
+        return []
+    verdict = "met" if r["median_ms"] < 150 else "NOT met"
+    return [
+        "",
+        f"Solo: {_header(r)}Relevance of {r['passages']} passages in one batch: median "
+        f"{r['median_ms']} ms, p90 {r['p90_ms']} ms over {r['batches']} batches; the 150 ms "
+        f"target is {verdict}.",
+    ]
+
+
 def dm_eval() -> str:
     """The shipped DM against the zero-shot backends on dev, with reliability diagrams."""
     path = ROOT / "docs" / "dm_eval" / "dm_eval.json"
@@ -417,6 +430,7 @@ def dm_eval() -> str:
         f"{_cell(latency.get('median'))} ms, p90 {_cell(latency.get('p90'))} ms over "
         f"{latency.get('batches')} batches (target: under 150 ms).",
         r.get("notes", ""),
+        *_dm_latency(),
         "",
         " ".join(
             f"![{kind}](dm_eval/reliability_{kind}.png)"

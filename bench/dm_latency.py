@@ -1,0 +1,52 @@
+"""How long does the trained DM take to judge one step's relevance: one question against
+w = 10 passages in one batched forward pass (issue target: under 150 ms on this CPU)?
+
+    python -m bench.dm_latency [--data dm_data] [--batches 50]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from pathlib import Path
+
+from app.dm_data import read_jsonl
+from app.dm_train import DM_DIR
+from bench.common import save
+from tools.decision import TrainedDM
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=Path("dm_data"))
+    parser.add_argument("--batches", type=int, default=50)
+    args = parser.parse_args()
+    dm = TrainedDM.load(DM_DIR)
+    if dm is None:
+        raise SystemExit(f"no trained DM in {DM_DIR}")
+    rows = [e for e in read_jsonl(args.data / "dev.jsonl") if e.kind == "rel"]
+    dm.p("rel", [(rows[0].text_a, e.text_b) for e in rows[:10]])  # warm-up
+    timings = []
+    for b in range(args.batches):
+        chunk = rows[10 * b : 10 * b + 10]
+        started = time.perf_counter()
+        dm.p("rel", [(chunk[0].text_a, e.text_b) for e in chunk])
+        timings.append(1000 * (time.perf_counter() - started))
+    median = round(statistics.median(timings), 1)
+    p90 = round(sorted(timings)[int(0.9 * (len(timings) - 1))], 1)
+    save(
+        "dm_latency",
+        {
+            "command": f"python -m bench.dm_latency --batches {args.batches}",
+            "passages": 10,
+            "batches": args.batches,
+            "median_ms": median,
+            "p90_ms": p90,
+        },
+    )
+    print(f"median {median} ms, p90 {p90} ms")
+
+
+if __name__ == "__main__":
+    main()
