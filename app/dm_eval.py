@@ -102,6 +102,24 @@ def reliability_diagram(
     return out
 
 
+def rel_latency_ms(trained: Any, rel_rows: Sequence[Any], batches: int) -> dict[str, Any]:
+    """Latency as the graph sees it: one question against 10 passages, one batch each."""
+    import time
+
+    timings = []
+    for start in range(0, min(len(rel_rows), 10 * batches) - 9, 10):
+        chunk = rel_rows[start : start + 10]
+        started = time.perf_counter()
+        trained.p("rel", [(chunk[0].text_a, e.text_b) for e in chunk])
+        timings.append((time.perf_counter() - started) * 1000)
+    return {
+        "passages": 10,
+        "batches": len(timings),
+        "median": float(np.median(timings)) if timings else None,
+        "p90": float(np.percentile(timings, 90)) if timings else None,
+    }
+
+
 def evaluate(
     dev: Sequence[Any],
     trained: Any,
@@ -117,7 +135,6 @@ def evaluate(
     chat model, which takes seconds per call; all of them where it is cheap). Writes one
     reliability PNG per kind."""
     import random
-    import time
 
     from tqdm import tqdm
 
@@ -185,18 +202,6 @@ def evaluate(
             kind,
             out_dir / f"reliability_{kind}.png",
         )
-    # Latency as the graph sees it: one question against 10 passages, one batch.
     rel_rows = [e for e in dev if e.kind == "rel"]
-    timings = []
-    for start in range(0, min(len(rel_rows), 200) - 9, 10):
-        chunk = rel_rows[start : start + 10]
-        started = time.perf_counter()
-        trained.p("rel", [(chunk[0].text_a, e.text_b) for e in chunk])
-        timings.append((time.perf_counter() - started) * 1000)
-    report["rel_latency_ms"] = {
-        "passages": 10,
-        "batches": len(timings),
-        "median": float(np.median(timings)) if timings else None,
-        "p90": float(np.percentile(timings, 90)) if timings else None,
-    }
+    report["rel_latency_ms"] = rel_latency_ms(trained, rel_rows, batches=20)
     return report

@@ -7,11 +7,10 @@ w = 10 passages in one batched forward pass (issue target: under 150 ms on this 
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 from pathlib import Path
 
 from app.dm_data import read_jsonl
+from app.dm_eval import rel_latency_ms
 from app.dm_train import DM_DIR
 from bench.common import save
 from tools.decision import TrainedDM
@@ -27,20 +26,14 @@ def main() -> None:
         raise SystemExit(f"no trained DM in {DM_DIR}")
     rows = [e for e in read_jsonl(args.data / "dev.jsonl") if e.kind == "rel"]
     dm.p("rel", [(rows[0].text_a, e.text_b) for e in rows[:10]])  # warm-up
-    timings = []
-    for b in range(args.batches):
-        chunk = rows[10 * b : 10 * b + 10]
-        started = time.perf_counter()
-        dm.p("rel", [(chunk[0].text_a, e.text_b) for e in chunk])
-        timings.append(1000 * (time.perf_counter() - started))
-    median = round(statistics.median(timings), 1)
-    p90 = round(sorted(timings)[int(0.9 * (len(timings) - 1))], 1)
+    latency = rel_latency_ms(dm, rows, args.batches)
+    median, p90 = round(latency["median"], 1), round(latency["p90"], 1)
     save(
         "dm_latency",
         {
             "command": f"python -m bench.dm_latency --batches {args.batches}",
-            "passages": 10,
-            "batches": args.batches,
+            "passages": latency["passages"],
+            "batches": latency["batches"],
             "median_ms": median,
             "p90_ms": p90,
         },
