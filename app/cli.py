@@ -700,12 +700,18 @@ def dm_data(
 @dm_app.command("train")
 def dm_train(
     data: DMDataOpt = Path("dm_data"),
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", help="Where the adapter goes (default: the shipped app/data/dm)."),
+    ] = None,
 ) -> None:
     """LoRA-train the MiniLM cross-encoder DM, calibrate it per kind, save it in app/data/dm."""
     from app import dm_train as trainer
 
     _require_dm_data(data, ("train.jsonl", "calib.jsonl"))
-    meta = trainer.train(data, passages=_benchmark_passages(Settings()))
+    meta = trainer.train(
+        data, out_dir=out or trainer.DM_DIR, passages=_benchmark_passages(Settings())
+    )
     typer.echo(json.dumps(meta, indent=2))
 
 

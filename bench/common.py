@@ -7,6 +7,7 @@ import os
 import platform
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -46,13 +47,18 @@ def questions(benchmark: str, split: str = "dev") -> list[dict[str, Any]]:
 def run_measured(args: list[str]) -> tuple[float, float, str]:
     """Run a command as a child; its wall seconds, peak RSS in GiB (from wait4, the
     child's own usage) and stdout. Exits with its stderr when it fails."""
-    start = time.perf_counter()
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    _, status, usage = os.wait4(proc.pid, 0)
-    seconds = time.perf_counter() - start
-    stdout, stderr = proc.stdout.read(), proc.stderr.read()  # type: ignore[union-attr]
+    # Files, not pipes: a child that writes more than a pipe holds (progress bars) would
+    # block forever while we wait for it.
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        start = time.perf_counter()
+        proc = subprocess.Popen(args, stdout=out, stderr=err, text=True)
+        _, status, usage = os.wait4(proc.pid, 0)
+        seconds = time.perf_counter() - start
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read(), err.read()
     if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"{' '.join(args[1:3])} failed: {stderr.strip()}")
+        raise SystemExit(f"{' '.join(args[1:3])} failed: {stderr.strip()[-2000:]}")
     return seconds, usage.ru_maxrss / 2**20, stdout
 
 

@@ -1,0 +1,52 @@
+"""The DM trained from scratch on this machine, timed: the two commands a user runs.
+
+    .venv/bin/python -m bench.dm_train
+
+Runs `hoprag dm data` and `hoprag dm train` as child processes into a scratch folder
+(the shipped adapter in app/data/dm is left alone) and records each one's wall seconds
+and peak RSS, plus the trained adapter's calibration summary. The issue's budget is
+60 minutes for training; run it with nothing else on the CPU.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+
+from bench.common import ROOT, run_measured, save
+
+HOPRAG = str(ROOT / ".venv" / "bin" / "hoprag")
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory(prefix="hoprag-dm-") as scratch:
+        data, out = Path(scratch) / "data", Path(scratch) / "dm"
+        data_s, data_gib, _ = run_measured([HOPRAG, "dm", "data", "--out", str(data)])
+        print(f"dm data: {data_s:.0f} s", flush=True)
+        train_s, train_gib, stdout = run_measured(
+            [HOPRAG, "dm", "train", "--data", str(data), "--out", str(out)]
+        )
+        print(f"dm train: {train_s:.0f} s", flush=True)
+        meta = json.loads(stdout)
+        counts = json.loads((data / "counts.json").read_text())
+    save(
+        "dm_train",
+        {
+            "command": "python -m bench.dm_train",
+            "data_seconds": round(data_s, 1),
+            "data_peak_rss_gib": round(data_gib, 2),
+            "train_seconds": round(train_s, 1),
+            "train_peak_rss_gib": round(train_gib, 2),
+            "fit_seconds": meta["train_seconds"],
+            "calibration_seconds": meta["calibration_seconds"],
+            "train_examples": meta["train_examples"],
+            "recipe": meta["recipe"],
+            "device": meta["device"],
+            "counts": counts,
+        },
+    )
+
+
+if __name__ == "__main__":
+    main()
