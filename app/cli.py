@@ -709,8 +709,9 @@ def dm_train(
     from app import dm_train as trainer
 
     _require_dm_data(data, ("train.jsonl", "calib.jsonl"))
+    settings = Settings()
     meta = trainer.train(
-        data, out_dir=out or trainer.DM_DIR, passages=_benchmark_passages(Settings())
+        data, out or trainer.DM_DIR, settings.dm_runtime_dir, _benchmark_passages(settings)
     )
     typer.echo(json.dumps(meta, indent=2))
 
@@ -728,7 +729,10 @@ def dm_calibrate(
         raise UserError(
             f"no trained adapter in {trainer.DM_DIR}", hint="run `hoprag dm train` first"
         )
-    meta = trainer.calibrate(data, passages=_benchmark_passages(Settings()))
+    settings = Settings()
+    meta = trainer.calibrate(
+        data, trainer.DM_DIR, settings.dm_runtime_dir, _benchmark_passages(settings)
+    )
     typer.echo(json.dumps(meta, indent=2))
 
 
@@ -755,10 +759,10 @@ def dm_eval(
     from tools.decision import DecisionModel, TrainedDM
 
     _require_dm_data(data, ("dev.jsonl",))
-    trained = TrainedDM.load(DM_DIR)
+    settings = Settings()
+    trained = TrainedDM.load(DM_DIR, settings.dm_runtime_dir)
     if trained is None:
         raise UserError(f"no trained DM in {DM_DIR}", hint="run `hoprag dm train` first")
-    settings = Settings()
     passages = _benchmark_passages(settings)
 
     gateway = LLMGateway(settings)

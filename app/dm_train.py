@@ -13,9 +13,12 @@ relevance of the question's top passages (sorted), fitted on training questions.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import logging
 import random
 import time
+import warnings
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -29,6 +32,7 @@ if TYPE_CHECKING:  # the trainer itself needs only torch, transformers and peft
 DM_DIR = Path(__file__).parent / "data" / "dm"
 DM_VERSION = "minilm-lora-1"
 DM_MAX_TOKENS = 256
+RUNTIME_VERSION = "onnx-fused-int8pc-1"  # bump when `export_runtime` changes
 CROSS_KINDS = ("rel", "suff", "same", "depth")
 DIRECT_FEATURES = 5  # the top-5 sorted relevance probabilities of the question's passages
 SEED = 13
@@ -96,6 +100,112 @@ class CrossEncoder:
                 batch = tokenise(self.tokenizer, pairs[start : start + batch_size]).to(where)
                 out.append(self.model(**batch).logits[:, 0].float().cpu().numpy())
         return np.concatenate(out) if out else np.zeros(0, dtype=np.float32)
+
+
+@dataclass
+class FastCrossEncoder:
+    """The merged cross-encoder as a fused, int8 ONNX graph (`export_runtime`): on this
+    CPU it judges 10 passages about 4x faster than torch, within 0.002 dev AUC per kind.
+    Each pair runs alone: a step's passages differ in length, and padding them to the
+    longest doubled the work."""
+
+    session: Any
+    tokenizer: Any
+
+    def logits(self, pairs: Sequence[tuple[str, str, str]]) -> np.ndarray:
+        out = [
+            self.session.run(
+                None, {k: v.numpy() for k, v in tokenise(self.tokenizer, [t]).items()}
+            )[0][0, 0]
+            for t in pairs
+        ]
+        return np.asarray(out, dtype=np.float32)
+
+
+def adapter_digest(adapter_dir: Path) -> str:
+    """What the runtime was built from: the adapter weights and the runtime recipe."""
+    digest = hashlib.sha256(f"{DM_VERSION}/{RUNTIME_VERSION}".encode())
+    digest.update((adapter_dir / "adapter_model.safetensors").read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def export_runtime(adapter_dir: Path, path: Path) -> None:
+    """Merge the adapter, export to ONNX, fuse attention and layer norms
+    (onnxruntime's BERT optimizer), quantise weights to int8 per channel."""
+    import tempfile
+
+    import onnx
+    import torch
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+    from onnxruntime.transformers import optimizer
+
+    encoder = load_model(adapter_dir)
+    model = encoder.model
+
+    class Logits(torch.nn.Module):  # named inputs: BERT's positional order differs
+        def forward(self, input_ids: Any, token_type_ids: Any, attention_mask: Any) -> Any:
+            return model(
+                input_ids=input_ids, token_type_ids=token_type_ids, attention_mask=attention_mask
+            ).logits
+
+    sample = tokenise(encoder.tokenizer, [("rel", "Who?", "Someone did it.")] * 2)
+    names = ["input_ids", "token_type_ids", "attention_mask"]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    quiet = logging.getLogger()  # the quantiser advises on the root logger; tracing warns
+    level = quiet.level
+    quiet.setLevel(logging.ERROR)
+    try:
+        with (
+            tempfile.TemporaryDirectory(dir=path.parent) as scratch,
+            warnings.catch_warnings(),
+        ):
+            warnings.simplefilter("ignore")
+            plain, fused = Path(scratch) / "plain.onnx", Path(scratch) / "fused.onnx"
+            torch.onnx.export(
+                Logits().eval(),
+                tuple(sample[n] for n in names),
+                str(plain),
+                input_names=names,
+                output_names=["logits"],
+                dynamic_axes={
+                    **{n: {0: "batch", 1: "tokens"} for n in names},
+                    "logits": {0: "batch"},
+                },
+                opset_version=17,
+                dynamo=False,
+            )
+            config = model.config
+            optimizer.optimize_model(
+                str(plain),
+                model_type="bert",
+                num_heads=config.num_attention_heads,
+                hidden_size=config.hidden_size,
+            ).save_model_to_file(str(fused))
+            quantize_dynamic(
+                str(fused),
+                str(Path(scratch) / "int8.onnx"),
+                weight_type=QuantType.QInt8,
+                per_channel=True,
+                extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
+            )
+            (Path(scratch) / "int8.onnx").replace(path)  # atomic: never a half-written file
+    finally:
+        quiet.setLevel(level)
+
+
+def load_runtime(adapter_dir: Path, runtime_dir: Path) -> FastCrossEncoder:
+    """The fast runtime of the adapter, exported once (about 20 s) into `runtime_dir` and
+    reused while the adapter is unchanged."""
+    import onnxruntime
+    from transformers import AutoTokenizer
+
+    path = runtime_dir / f"dm-{adapter_digest(adapter_dir)}.onnx"
+    if not path.is_file():
+        export_runtime(adapter_dir, path)
+    options = onnxruntime.SessionOptions()
+    options.log_severity_level = 3  # warnings about unused initialisers are noise
+    session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    return FastCrossEncoder(session, AutoTokenizer.from_pretrained(str(base_model_dir())))
 
 
 def new_model(recipe: Recipe) -> CrossEncoder:
@@ -209,16 +319,20 @@ def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1e-2) -> list[float]:
 
 
 def train(
-    data_dir: Path, out_dir: Path = DM_DIR, passages: Any = None, recipe: Recipe = Recipe()
+    data_dir: Path,
+    out_dir: Path,
+    runtime_dir: Path,
+    passages: Any = None,
+    recipe: Recipe = Recipe(),
 ) -> dict[str, Any]:
-    """Train the adapter, save it, then calibrate it (see `calibrate`)."""
+    """Train the adapter, save it, then calibrate its fast runtime (see `calibrate`)."""
     from app.dm_data import read_jsonl
 
     started = time.monotonic()
     train_set = read_jsonl(data_dir / "train.jsonl")
     encoder = train_cross_encoder(train_set, recipe)
     save_adapter(encoder, out_dir, recipe, len(train_set), time.monotonic() - started)
-    return calibrate(data_dir, out_dir, passages)
+    return calibrate(data_dir, out_dir, runtime_dir, passages)
 
 
 def save_adapter(
@@ -243,11 +357,16 @@ def save_adapter(
 
 
 def calibrate(
-    data_dir: Path, out_dir: Path = DM_DIR, passages: Any = None, progress: bool = True
+    data_dir: Path,
+    out_dir: Path,
+    runtime_dir: Path,
+    passages: Any = None,
+    progress: bool = True,
 ) -> dict[str, Any]:
     """Fit the per-kind temperatures on held-apart `calib` examples and the `direct`
-    logistic model on train + calib questions, for the adapter saved in `out_dir`;
-    `passages(benchmark, ids)` gives `direct` its texts. Writes `dm.json`."""
+    logistic model on train + calib questions, for the adapter saved in `out_dir` as
+    served (its fast runtime, built into `runtime_dir`); `passages(benchmark, ids)` gives
+    `direct` its texts. Writes `dm.json`."""
     from tqdm import tqdm
 
     from app.dm_data import read_jsonl
@@ -257,7 +376,7 @@ def calibrate(
     training = json.loads((out_dir / "training.json").read_text())
     train_set = read_jsonl(data_dir / "train.jsonl")
     calib_set = read_jsonl(data_dir / "calib.jsonl")
-    encoder = load_model(out_dir)
+    encoder = load_runtime(out_dir, runtime_dir)
     platt = {}
     for kind in CROSS_KINDS:
         rows = [e for e in calib_set if e.kind == kind]
@@ -282,6 +401,7 @@ def calibrate(
         **training,
         "platt": platt,
         "direct": {"features": DIRECT_FEATURES, "weights": direct},
+        "runtime": RUNTIME_VERSION,
         "calibration_examples": len(calib_set),
         "calibration_seconds": round(time.monotonic() - started, 1),
     }

@@ -41,7 +41,7 @@ class Resources:
             index.manifest["fingerprint"],
             embedder,
         )
-        trained = TrainedDM.load(DM_DIR) if settings.trained_dm else None
+        trained = TrainedDM.load(DM_DIR, settings.dm_runtime_dir) if settings.trained_dm else None
         dm = DecisionModel(gateway, embedder, index=index, trained=trained)
         return cls(
             settings,

@@ -365,5 +365,10 @@ class Settings:
         return self.home / "models"
 
     @property
+    def dm_runtime_dir(self) -> Path:
+        """The trained DM's fast runtime, exported from its adapter on first use."""
+        return self.models_dir / "dm-runtime"
+
+    @property
     def indexes_dir(self) -> Path:
         return self.home / "indexes"

@@ -12,6 +12,7 @@ from pathlib import Path
 from app.dm_data import read_jsonl
 from app.dm_eval import rel_latency_ms
 from app.dm_train import DM_DIR
+from app.settings import Settings
 from bench.common import save
 from tools.decision import TrainedDM
 
@@ -21,7 +22,7 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=Path("dm_data"))
     parser.add_argument("--batches", type=int, default=50)
     args = parser.parse_args()
-    dm = TrainedDM.load(DM_DIR)
+    dm = TrainedDM.load(DM_DIR, Settings().dm_runtime_dir)
     if dm is None:
         raise SystemExit(f"no trained DM in {DM_DIR}")
     rows = [e for e in read_jsonl(args.data / "dev.jsonl") if e.kind == "rel"]

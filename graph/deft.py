@@ -44,18 +44,36 @@ def route_after_cache(state: DeftState) -> Literal["update_qa_table", "retrieve_
     return "update_qa_table" if state.get("cache_hit") else "retrieve_for_sub_question"
 
 
+def can_expand(state: DeftState, runtime: Runtime[Settings], graph_available: bool) -> bool:
+    """A sentence graph is there, expansion is on, and this step has a reason to expand."""
+    return (
+        graph_available and Settings.of(runtime).graph_expansion and bool(expansion_reason(state))
+    )
+
+
+def route_after_filter(
+    state: DeftState, runtime: Runtime[Settings], *, graph_available: bool
+) -> Literal["expand_from_graph", "answer_sub_question"]:
+    """Nothing relevant retrieved: walk the sentence graph before reading, so the step
+    reads once (what the walk found, or else the top retrieved passages), not twice."""
+    return (
+        "expand_from_graph"
+        if can_expand(state, runtime, graph_available)
+        else "answer_sub_question"
+    )
+
+
 def route_after_answer(
     state: DeftState, runtime: Runtime[Settings], *, graph_available: bool
 ) -> Literal["expand_from_graph", "update_qa_table"]:
-    """Nothing relevant, or no answer: walk the sentence graph once (when there is one)."""
-    if graph_available and Settings.of(runtime).graph_expansion and expansion_reason(state):
-        return "expand_from_graph"
-    return "update_qa_table"
+    """The answer came back unknown: walk the sentence graph once (when there is one)."""
+    return "expand_from_graph" if can_expand(state, runtime, graph_available) else "update_qa_table"
 
 
 def route_after_expansion(state: DeftState) -> Literal["answer_sub_question", "update_qa_table"]:
-    """Read again only when the expansion reached something to read."""
-    return "answer_sub_question" if state.get("kept") else "update_qa_table"
+    """Read when nothing was read yet in this step, or when the walk found something new."""
+    found = (state.get("expansion") or {}).get("kept_passage_ids")
+    return "answer_sub_question" if found or not state.get("sub_answer") else "update_qa_table"
 
 
 def route_after_sufficiency(
@@ -107,11 +125,17 @@ def build_deft(resources: Resources, checkpointer: Any = None) -> CompiledStateG
     builder.add_edge("guard_self_contained", "lookup_qa_cache")
     builder.add_conditional_edges("lookup_qa_cache", route_after_cache)
     builder.add_edge("retrieve_for_sub_question", "filter_relevant")
-    builder.add_edge("filter_relevant", "answer_sub_question")
     graph = resources.sentence_graph
     if graph is not None:
         builder.add_node("expand_from_graph", partial(expand_from_graph, graph=graph, dm=dm))
         builder.add_conditional_edges("expand_from_graph", route_after_expansion)
+    builder.add_conditional_edges(
+        "filter_relevant",
+        partial(route_after_filter, graph_available=graph is not None),
+        ["expand_from_graph", "answer_sub_question"]
+        if graph is not None
+        else ["answer_sub_question"],
+    )
     builder.add_conditional_edges(
         "answer_sub_question",
         partial(route_after_answer, graph_available=graph is not None),

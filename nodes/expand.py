@@ -1,7 +1,10 @@
 """Sentence-graph expansion inside a DeFT step (SPEC section 3): when no retrieved passage
 passes the relevance threshold, or the answer comes back unknown, walk the sentence graph
-from the sub-question's seed sentences and let the reader try once more with what it
-reached. The rule that triggered it and what was found go into the state and the stream.
+from the sub-question's seed sentences. The first case expands before the step reads, so
+the reader reads once; the second lets it try once more. Only reached passages that the
+DM judges relevant replace what the step keeps: when none is, the step reads (or has
+read) its top retrieved passages. The rule that triggered it and what was found go into
+the state and the stream.
 """
 
 from __future__ import annotations
@@ -27,9 +30,10 @@ def expansion_reason(state: DeftState) -> str:
     """Why this step should expand ('' when it should not)."""
     if state.get("expansion"):
         return ""  # once per step
-    if not state.get("relevant_found"):
+    answer = state.get("sub_answer") or ""
+    if not answer and not state.get("relevant_found"):
         return "no retrieved passage passed the relevance threshold"
-    if is_unknown(state.get("sub_answer") or ""):
+    if answer and is_unknown(answer):
         return "the answer came back unknown"
     return ""
 
@@ -69,6 +73,8 @@ def expand_from_graph(
         if reached
         else ([], [])
     )
+    if not any(d["outcome"] for d in decisions):
+        kept = []  # nothing relevant reached: keep what the step already has
     expansion = {
         "reason": reason,
         "seeds": [s.text for s in seeds],
@@ -79,4 +85,4 @@ def expand_from_graph(
     }
     with contextlib.suppress(RuntimeError):  # outside a graph run there is no stream
         get_stream_writer()({"expansion": expansion})
-    return {"expansion": expansion, "kept": kept, "decisions": decisions}
+    return {"expansion": expansion, "decisions": decisions, **({"kept": kept} if kept else {})}

@@ -57,6 +57,17 @@ def ner():
 
 
 @pytest.fixture(scope="session")
+def trained_dm(settings: Settings):
+    """The shipped trained DM (app/data/dm), as users get it."""
+    from app.dm_train import DM_DIR
+    from tools.decision import TrainedDM
+
+    dm = TrainedDM.load(DM_DIR, settings.dm_runtime_dir)
+    assert dm is not None, f"no trained DM in {DM_DIR}"
+    return dm
+
+
+@pytest.fixture(scope="session")
 def sample_index(settings: Settings, embedder, ner) -> str:
     from app.indexing import build_index
 

@@ -38,14 +38,17 @@ def test_reliability_diagram_is_a_png(tmp_path: Path) -> None:
 
 
 def test_the_trained_dm_takes_a_kind_only_where_it_ranks_well_and_better() -> None:
-    def row(trained: float, zero_shot: float | None) -> dict:
-        return {"trained": {"auc": trained}, "zero_shot": {"auc": zero_shot}}
+    def row(trained: float, zero_shot: float | None, paired: float | None = None) -> dict:
+        r = {"trained": {"auc": trained}, "zero_shot": {"auc": zero_shot}}
+        return r if paired is None else {**r, "trained_paired": {"auc": paired}}
 
     report = {
         "rel": row(0.90, 0.64),  # better and good: trained
         "direct": row(0.65, 0.50),  # better than an abstaining zero-shot, but weak: not
-        "same": row(0.986, 0.996),  # good, but the zero-shot is better: not
+        "same": row(0.986, 0.996, paired=0.99),  # worse on the same examples: not
         "suff": row(0.99, None),  # zero-shot unmeasured counts as chance: trained
+        # lower over all of dev, but at least as good on the zero-shot's examples: trained
+        "depth": row(0.94, 0.97, paired=0.98),
         "rel_latency_ms": {"median": 10.0},
     }
-    assert dm_eval.trained_kinds(report) == ["rel", "suff"]
+    assert dm_eval.trained_kinds(report) == ["rel", "suff", "depth"]

@@ -54,12 +54,19 @@ def _examples() -> list[DMExample]:
 
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
+def runtime_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("dm-runtime")
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory: pytest.TempPathFactory, runtime_dir: Path) -> tuple[Path, dict]:
     data = tmp_path_factory.mktemp("dm_data")
     write_jsonl(data / "train.jsonl", _examples())
     write_jsonl(data / "calib.jsonl", _examples())
     out = tmp_path_factory.mktemp("dm")
-    meta = dm_train.train(data, out, passages=lambda _b, ids: [PASSAGES[i] for i in ids])
+    meta = dm_train.train(
+        data, out, runtime_dir, passages=lambda _b, ids: [PASSAGES[i] for i in ids]
+    )
     return out, meta
 
 
@@ -80,14 +87,35 @@ def test_train_save_load_and_score(trained: tuple[Path, dict]) -> None:
     assert np.isfinite(loaded.logits([("rel", "Q?", long_passage)])).all()
 
 
+def test_the_fast_runtime_scores_like_the_model_and_is_built_once(
+    trained: tuple[Path, dict], runtime_dir: Path, tmp_path: Path
+) -> None:
+    out, _ = trained
+    pairs = [("rel", "Who directed Raise Your Voice?", PASSAGES[i]) for i in (1, 2, 3)]
+    pairs.append(("same", "Who directed X?", "When was X released?"))
+    pairs.append(("rel", "Q?", "word " * 5000))
+    reference = dm_train.load_model(out).logits(pairs)
+    built = sorted(runtime_dir.glob("dm-*.onnx"))
+    assert len(built) == 1  # calibration built it; serving reuses it
+    stamp = built[0].stat().st_mtime_ns
+    fast = dm_train.load_runtime(out, runtime_dir).logits(pairs)
+    assert built[0].stat().st_mtime_ns == stamp
+    assert fast.shape == reference.shape and np.abs(fast - reference).max() < 0.3  # int8
+    changed = tmp_path / "dm"
+    shutil.copytree(out, changed)
+    weights = changed / "adapter_model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:-4] + b"\x00\x00\x00\x00")
+    assert dm_train.adapter_digest(changed) != dm_train.adapter_digest(out)
+
+
 def test_the_decision_model_uses_the_trained_backend_where_listed(
-    trained: tuple[Path, dict], tmp_path: Path
+    trained: tuple[Path, dict], runtime_dir: Path, tmp_path: Path
 ) -> None:
     folder = tmp_path / "dm"
     shutil.copytree(trained[0], folder)
     meta = json.loads((folder / "dm.json").read_text())
     (folder / "dm.json").write_text(json.dumps({**meta, "use_for": ["rel", "same", "direct"]}))
-    dm = DecisionModel(gateway=None, embedder=None, trained=TrainedDM.load(folder))  # type: ignore[arg-type]
+    dm = DecisionModel(gateway=None, embedder=None, trained=TrainedDM.load(folder, runtime_dir))  # type: ignore[arg-type]
     assert [dm.backend(k) for k in ("rel", "same", "direct")] == ["trained"] * 3
     passages = [{"id": i, "title": t.split(":")[0], "text": t} for i, t in PASSAGES.items()]
     scores = dm.p_rel(
@@ -99,14 +127,14 @@ def test_the_decision_model_uses_the_trained_backend_where_listed(
 
 
 def test_a_damaged_adapter_falls_back_with_a_warning_naming_it(
-    trained: tuple[Path, dict], tmp_path: Path
+    trained: tuple[Path, dict], runtime_dir: Path, tmp_path: Path
 ) -> None:
     folder = tmp_path / "dm"
     shutil.copytree(trained[0], folder)
     (folder / "adapter_model.safetensors").write_bytes(b"not a tensor file")
     with pytest.warns(UserWarning, match=str(folder)):
-        assert TrainedDM.load(folder) is None
-    assert TrainedDM.load(tmp_path / "nothing-here") is None  # never trained: silent
+        assert TrainedDM.load(folder, runtime_dir) is None
+    assert TrainedDM.load(tmp_path / "nothing-here", runtime_dir) is None  # never trained: silent
 
 
 def test_length_buckets_use_every_example_once_in_batches_of_similar_length() -> None:
@@ -119,9 +147,11 @@ def test_length_buckets_use_every_example_once_in_batches_of_similar_length() ->
     assert np.median(spread) < 300
 
 
-def test_a_half_trained_dm_is_never_served(trained: tuple[Path, dict], tmp_path: Path) -> None:
+def test_a_half_trained_dm_is_never_served(
+    trained: tuple[Path, dict], runtime_dir: Path, tmp_path: Path
+) -> None:
     folder = tmp_path / "dm"
     shutil.copytree(trained[0], folder)
     (folder / "dm.json").unlink()  # training saved the adapter, calibration never ran
     assert (folder / "training.json").is_file()
-    assert TrainedDM.load(folder) is None
+    assert TrainedDM.load(folder, runtime_dir) is None

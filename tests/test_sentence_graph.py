@@ -15,15 +15,15 @@ from app.graph_build import GRAPH_FILE, VECTORS_FILE, adjacency_edges, entity_ed
 from app.indexing import build_index
 from app.settings import Settings
 from app.store import CorpusIndex
-from graph.deft import route_after_answer, route_after_expansion
+from graph.deft import route_after_answer, route_after_expansion, route_after_filter
 from nodes.expand import expand_from_graph
 from tools.decision import DecisionModel
 from tools.sentence_graph import SentenceGraph
 
 
-def _graph(settings: Settings, name: str, embedder, ner) -> SentenceGraph:
+def _graph(settings: Settings, name: str, embedder, ner, trained=None) -> SentenceGraph:
     index = CorpusIndex.open(settings, name)
-    dm = DecisionModel(None, embedder, index=index)  # type: ignore[arg-type]
+    dm = DecisionModel(None, embedder, index=index, trained=trained)  # type: ignore[arg-type]
     graph = SentenceGraph.open(index, embedder, dm)
     assert graph is not None
     graph._ner = ner
@@ -117,24 +117,43 @@ class _Runtime:
 
 
 def test_deft_expands_when_a_step_finds_nothing(
-    settings: Settings, sample_index: str, embedder, ner
+    settings: Settings, sample_index: str, embedder, ner, trained_dm
 ) -> None:
-    graph = _graph(settings, sample_index, embedder, ner)
+    graph = _graph(settings, sample_index, embedder, ner, trained_dm)
     runtime = _Runtime(settings)
     base = {"sub_question": "Which river flows through Brisk Hollow?", "hop": 2}
-    nothing = {**base, "relevant_found": False, "sub_answer": "unknown"}
-    assert route_after_answer(nothing, runtime, graph_available=True) == "expand_from_graph"
-    assert route_after_answer(nothing, runtime, graph_available=False) == "update_qa_table"
+    nothing = {**base, "relevant_found": False, "sub_answer": ""}
+    # Nothing relevant retrieved: expand before reading, so the step reads once.
+    assert route_after_filter(nothing, runtime, graph_available=True) == "expand_from_graph"
+    assert route_after_filter(nothing, runtime, graph_available=False) == "answer_sub_question"
     off = _Runtime(settings.with_overrides(graph_expansion=False))
-    assert route_after_answer(nothing, off, graph_available=True) == "update_qa_table"
+    assert route_after_filter(nothing, off, graph_available=True) == "answer_sub_question"
+    relevant = {**base, "relevant_found": True, "sub_answer": ""}
+    assert route_after_filter(relevant, runtime, graph_available=True) == "answer_sub_question"
     fine = {**base, "relevant_found": True, "sub_answer": "Ulden River"}
     assert route_after_answer(fine, runtime, graph_available=True) == "update_qa_table"
-    update = expand_from_graph(nothing, runtime, graph=graph, dm=graph.dm)
+    unknown = {**base, "relevant_found": True, "sub_answer": "unknown"}
+    assert route_after_answer(unknown, runtime, graph_available=True) == "expand_from_graph"
+
+    top_retrieved = [{"id": -1, "title": "Elsewhere", "text": "Nothing about rivers."}]
+    update = expand_from_graph(
+        {**nothing, "kept": top_retrieved}, runtime, graph=graph, dm=graph.dm
+    )
     expansion = update["expansion"]
     assert expansion["reason"].startswith("no retrieved passage")
     assert expansion["seeds"] and expansion["reached_passage_ids"]
     assert update["kept"] and any("Ulden River" in p["text"] for p in update["kept"])
     assert all(d["kind"] == "rel" for d in update["decisions"])
     again = {**nothing, **update}
-    assert route_after_expansion(again) == "answer_sub_question"
-    assert route_after_answer(again, runtime, graph_available=True) == "update_qa_table"  # once
+    assert route_after_expansion(again) == "answer_sub_question"  # the first read
+    read = {**again, "sub_answer": "unknown"}
+    assert route_after_answer(read, runtime, graph_available=True) == "update_qa_table"  # once
+
+    # An expansion that reaches nothing relevant leaves the step's passages alone, and
+    # after an unknown answer it does not read the same passages again.
+    elsewhere = {**unknown, "sub_question": "Which opera did Zq Vbn compose in 1820?"}
+    update = expand_from_graph(
+        {**elsewhere, "kept": top_retrieved}, runtime, graph=graph, dm=graph.dm
+    )
+    assert "kept" not in update
+    assert route_after_expansion({**elsewhere, **update}) == "update_qa_table"

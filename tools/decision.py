@@ -162,21 +162,22 @@ TRAINED_INPUTS = {
 class TrainedDM:
     """The fine-tuned cross-encoder: loaded once, scores a batch in one forward pass."""
 
-    def __init__(self, folder: Path) -> None:
-        from app.dm_train import load_model
+    def __init__(self, folder: Path, runtime_dir: Path) -> None:
+        from app.dm_train import load_runtime
 
         self.folder = folder
         self.meta = json.loads((folder / "dm.json").read_text())
-        self.encoder = load_model(folder)
+        self.encoder = load_runtime(folder, runtime_dir)
         self.use_for = set(self.meta.get("use_for", []))
 
     @classmethod
-    def load(cls, folder: Path) -> TrainedDM | None:
-        """None when no DM was trained; a warning naming the file when it is damaged."""
+    def load(cls, folder: Path, runtime_dir: Path) -> TrainedDM | None:
+        """None when no DM was trained; a warning naming the file when it is damaged.
+        The fast runtime is built into `runtime_dir` on first use."""
         if not (folder / "dm.json").is_file():
             return None
         try:
-            return cls(folder)
+            return cls(folder, runtime_dir)
         except Exception as exc:  # a damaged adapter must not stop the graph
             warnings.warn(
                 f"trained DM in {folder} cannot be loaded ({type(exc).__name__}: {exc}); "
