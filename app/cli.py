@@ -208,7 +208,10 @@ def graph_build(
     corpus.close()
     with name_lock(settings.indexes_dir, index):
         report = build_sentence_graph(
-            folder, Embedder(), progress=not quiet, reuse=previous_vectors(folder)
+            folder,
+            Embedder(settings.runtime_dir),
+            progress=not quiet,
+            reuse=previous_vectors(folder),
         )
         manifest["graph_edges"] = report["edges"]
         seal(folder, manifest)
@@ -612,7 +615,9 @@ def _open_cache(index: str | None) -> Any:
     fingerprint = opened.manifest["fingerprint"]
     opened.close()
     return QACache(
-        settings.indexes_dir / f"{settings.index}.qa_cache.sqlite", fingerprint, Embedder()
+        settings.indexes_dir / f"{settings.index}.qa_cache.sqlite",
+        fingerprint,
+        Embedder(settings.runtime_dir),
     )
 
 
@@ -711,7 +716,7 @@ def dm_train(
     _require_dm_data(data, ("train.jsonl", "calib.jsonl"))
     settings = Settings()
     meta = trainer.train(
-        data, out or trainer.DM_DIR, settings.dm_runtime_dir, _benchmark_passages(settings)
+        data, out or trainer.DM_DIR, settings.runtime_dir, _benchmark_passages(settings)
     )
     typer.echo(json.dumps(meta, indent=2))
 
@@ -731,7 +736,7 @@ def dm_calibrate(
         )
     settings = Settings()
     meta = trainer.calibrate(
-        data, trainer.DM_DIR, settings.dm_runtime_dir, _benchmark_passages(settings)
+        data, trainer.DM_DIR, settings.runtime_dir, _benchmark_passages(settings)
     )
     typer.echo(json.dumps(meta, indent=2))
 
@@ -760,14 +765,14 @@ def dm_eval(
 
     _require_dm_data(data, ("dev.jsonl",))
     settings = Settings()
-    trained = TrainedDM.load(DM_DIR, settings.dm_runtime_dir)
+    trained = TrainedDM.load(DM_DIR, settings.runtime_dir)
     if trained is None:
         raise UserError(f"no trained DM in {DM_DIR}", hint="run `hoprag dm train` first")
     passages = _benchmark_passages(settings)
 
     gateway = LLMGateway(settings)
     try:
-        zero_shot = DecisionModel(gateway, Embedder())
+        zero_shot = DecisionModel(gateway, Embedder(settings.runtime_dir))
         thresholds = {
             "rel": settings.tau_rel,
             "direct": settings.tau_direct,

@@ -299,7 +299,7 @@ def build(data_dir: Path, settings: Any, out_dir: Path) -> dict[str, Any]:
     from app.store import CorpusIndex
     from tools.retriever import Retriever
 
-    embedder = Embedder()
+    embedder = Embedder(settings.runtime_dir)
     sets: dict[str, list[DMExample]] = {"train": [], "calib": [], "dev": []}
     for split in ("train", "dev"):
         for benchmark in BENCHMARKS:

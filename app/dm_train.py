@@ -15,10 +15,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 import random
 import time
-import warnings
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -130,14 +128,10 @@ def adapter_digest(adapter_dir: Path) -> str:
 
 
 def export_runtime(adapter_dir: Path, path: Path) -> None:
-    """Merge the adapter, export to ONNX, fuse attention and layer norms
-    (onnxruntime's BERT optimizer), quantise weights to int8 per channel."""
-    import tempfile
-
-    import onnx
+    """Merge the adapter and export the cross-encoder's fused int8 runtime to `path`."""
     import torch
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-    from onnxruntime.transformers import optimizer
+
+    from app.onnx_runtime import export_bert
 
     encoder = load_model(adapter_dir)
     model = encoder.model
@@ -148,64 +142,22 @@ def export_runtime(adapter_dir: Path, path: Path) -> None:
                 input_ids=input_ids, token_type_ids=token_type_ids, attention_mask=attention_mask
             ).logits
 
-    sample = tokenise(encoder.tokenizer, [("rel", "Who?", "Someone did it.")] * 2)
-    names = ["input_ids", "token_type_ids", "attention_mask"]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    quiet = logging.getLogger()  # the quantiser advises on the root logger; tracing warns
-    level = quiet.level
-    quiet.setLevel(logging.ERROR)
-    try:
-        with (
-            tempfile.TemporaryDirectory(dir=path.parent) as scratch,
-            warnings.catch_warnings(),
-        ):
-            warnings.simplefilter("ignore")
-            plain, fused = Path(scratch) / "plain.onnx", Path(scratch) / "fused.onnx"
-            torch.onnx.export(
-                Logits().eval(),
-                tuple(sample[n] for n in names),
-                str(plain),
-                input_names=names,
-                output_names=["logits"],
-                dynamic_axes={
-                    **{n: {0: "batch", 1: "tokens"} for n in names},
-                    "logits": {0: "batch"},
-                },
-                opset_version=17,
-                dynamo=False,
-            )
-            config = model.config
-            optimizer.optimize_model(
-                str(plain),
-                model_type="bert",
-                num_heads=config.num_attention_heads,
-                hidden_size=config.hidden_size,
-            ).save_model_to_file(str(fused))
-            quantize_dynamic(
-                str(fused),
-                str(Path(scratch) / "int8.onnx"),
-                weight_type=QuantType.QInt8,
-                per_channel=True,
-                extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
-            )
-            (Path(scratch) / "int8.onnx").replace(path)  # atomic: never a half-written file
-    finally:
-        quiet.setLevel(level)
+    export_bert(Logits(), model.config, encoder.tokenizer, path, "logits", int8=True)
 
 
 def load_runtime(adapter_dir: Path, runtime_dir: Path) -> FastCrossEncoder:
     """The fast runtime of the adapter, exported once (about 20 s) into `runtime_dir` and
     reused while the adapter is unchanged."""
-    import onnxruntime
     from transformers import AutoTokenizer
+
+    from app.onnx_runtime import open_session
 
     path = runtime_dir / f"dm-{adapter_digest(adapter_dir)}.onnx"
     if not path.is_file():
         export_runtime(adapter_dir, path)
-    options = onnxruntime.SessionOptions()
-    options.log_severity_level = 3  # warnings about unused initialisers are noise
-    session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-    return FastCrossEncoder(session, AutoTokenizer.from_pretrained(str(base_model_dir())))
+    return FastCrossEncoder(
+        open_session(path), AutoTokenizer.from_pretrained(str(base_model_dir()))
+    )
 
 
 def new_model(recipe: Recipe) -> CrossEncoder:

@@ -221,7 +221,7 @@ def build_index(
                 analyses[p.content_hash] = analysis
             timings["ner"] = time.perf_counter() - t0
             t0 = time.perf_counter()
-            embedder = embedder or Embedder()
+            embedder = embedder or Embedder(settings.runtime_dir)
             new_vectors = embedder.embed(
                 [passage_text(p.title, p.text) for p in todo], progress=progress
             )
@@ -246,7 +246,7 @@ def build_index(
             build_bm25([passage_text(p.title, p.text) for p in passages], tmp / "bm25")
             timings["bm25"] = time.perf_counter() - t0
             t0 = time.perf_counter()
-            embedder = embedder or Embedder()
+            embedder = embedder or Embedder(settings.runtime_dir)
             graph = build_sentence_graph(
                 tmp, embedder, progress=progress, reuse=previous_vectors(dest)
             )

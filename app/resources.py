@@ -34,14 +34,14 @@ class Resources:
     def open(cls, settings: Settings, index_name: str) -> Resources:
         """Open the index first (cheap, fails fast on a bad name), then load models."""
         index = CorpusIndex.open(settings, index_name)
-        embedder = Embedder()
+        embedder = Embedder(settings.runtime_dir)
         gateway = LLMGateway(settings)
         cache = QACache(
             settings.indexes_dir / f"{index_name}.qa_cache.sqlite",
             index.manifest["fingerprint"],
             embedder,
         )
-        trained = TrainedDM.load(DM_DIR, settings.dm_runtime_dir) if settings.trained_dm else None
+        trained = TrainedDM.load(DM_DIR, settings.runtime_dir) if settings.trained_dm else None
         dm = DecisionModel(gateway, embedder, index=index, trained=trained)
         return cls(
             settings,

@@ -365,9 +365,9 @@ class Settings:
         return self.home / "models"
 
     @property
-    def dm_runtime_dir(self) -> Path:
-        """The trained DM's fast runtime, exported from its adapter on first use."""
-        return self.models_dir / "dm-runtime"
+    def runtime_dir(self) -> Path:
+        """Fast ONNX runtimes of the embedder and the trained DM, built on first use."""
+        return self.models_dir / "runtime"
 
     @property
     def indexes_dir(self) -> Path:

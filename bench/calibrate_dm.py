@@ -136,7 +136,8 @@ def main() -> None:
     parser.add_argument("--direct", type=int, default=30)
     args = parser.parse_args()
     rng = random.Random(SEED)
-    settings, embedder = Settings(), Embedder()
+    settings = Settings()
+    embedder = Embedder(settings.runtime_dir)
     identity = Calibration()
     calibration = Calibration(notes={"seed": SEED, "split": "train"})
 

@@ -22,7 +22,7 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=Path("dm_data"))
     parser.add_argument("--batches", type=int, default=50)
     args = parser.parse_args()
-    dm = TrainedDM.load(DM_DIR, Settings().dm_runtime_dir)
+    dm = TrainedDM.load(DM_DIR, Settings().runtime_dir)
     if dm is None:
         raise SystemExit(f"no trained DM in {DM_DIR}")
     rows = [e for e in read_jsonl(args.data / "dev.jsonl") if e.kind == "rel"]

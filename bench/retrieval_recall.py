@@ -51,7 +51,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--split", default="dev")
     args = parser.parse_args()
-    settings, embedder = Settings(), Embedder()
+    settings = Settings()
+    embedder = Embedder(settings.runtime_dir)
     results = {}
     for bench in BENCHMARKS:
         retriever = Retriever(CorpusIndex.open(settings, bench), embedder)

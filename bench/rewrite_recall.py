@@ -66,7 +66,8 @@ def measure(bench: str, settings: Settings, embedder: Embedder) -> dict:
 
 
 def main() -> None:
-    settings, embedder = Settings(), Embedder()
+    settings = Settings()
+    embedder = Embedder(settings.runtime_dir)
     results = {b: measure(b, settings, embedder) for b in ("musique", "2wikimultihopqa")}
     for bench, r in results.items():
         print(bench, r)

@@ -79,14 +79,19 @@ def write_sub_question(
         forbidden=render_forbidden(state.get("unanswerable") or []),
     )
     sub_question = clean_sub_question(gateway.invoke(messages, max_tokens=SUB_QUESTION_TOKENS))
+    rejected = []
     reason = rejection(sub_question, state)
     if reason:  # one more try, told why
+        rejected.append({"sub_question": sub_question, "reason": reason})
         retry = [*messages, AIMessage(sub_question), HumanMessage(reason)]
         sub_question = clean_sub_question(gateway.invoke(retry, max_tokens=SUB_QUESTION_TOKENS))
-        if rejection(sub_question, state):
+        reason = rejection(sub_question, state)
+        if reason:
+            rejected.append({"sub_question": sub_question, "reason": reason})
             sub_question = ""
     return {
         "sub_question": sub_question,
+        "rejected": rejected,
         "hop": state.get("hop", 0) + 1,
         "rewritten_from": "",
         "cache_hit": None,

@@ -43,10 +43,11 @@ def settings(home: Path) -> Settings:
 
 
 @pytest.fixture(scope="session")
-def embedder():
+def embedder(settings: Settings):
+    """The embedder as the app runs it: its fast runtime, built into the test home."""
     from app.embeddings import Embedder
 
-    return Embedder()
+    return Embedder(settings.runtime_dir)
 
 
 @pytest.fixture(scope="session")
@@ -62,7 +63,7 @@ def trained_dm(settings: Settings):
     from app.dm_train import DM_DIR
     from tools.decision import TrainedDM
 
-    dm = TrainedDM.load(DM_DIR, settings.dm_runtime_dir)
+    dm = TrainedDM.load(DM_DIR, settings.runtime_dir)
     assert dm is not None, f"no trained DM in {DM_DIR}"
     return dm
 

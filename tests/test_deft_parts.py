@@ -26,7 +26,7 @@ from nodes.guard import has_back_reference
 from nodes.qa_table import update_qa_table
 from nodes.question import take_question
 from nodes.relevance import keep_relevant
-from nodes.sub_question import clean_sub_question, rejection
+from nodes.sub_question import clean_sub_question, rejection, write_sub_question
 from tools.decision import Calibration, DecisionModel, Platt, fit_platt, logit, sigmoid
 from tools.qa_cache import QACache
 
@@ -197,6 +197,40 @@ def test_sub_question_rejections() -> None:
     assert "whole question" in rejection(
         "Who was Fakhr al-Dawla's paternal grandfather?", grandfather
     )
+
+
+class _ScriptedWriter:
+    """A chat model that writes the given sub-questions, one per call."""
+
+    def __init__(self, *replies: str) -> None:
+        self.replies = list(replies)
+
+    def invoke(self, messages: object, max_tokens: int) -> str:
+        return self.replies.pop(0)
+
+
+class _NoExamples:
+    def render(self, question: str, k: int) -> str:
+        return ""
+
+
+def test_the_trace_shows_which_sub_questions_were_refused_and_why() -> None:
+    state = {"question": "Who is the paternal grandfather of Fakhr al-Dawla?", "hop": 0}
+    whole = "Who was Fakhr al-Dawla's paternal grandfather?"
+    retried = write_sub_question(
+        state,  # type: ignore[arg-type]
+        gateway=_ScriptedWriter(whole, "Who is the father of Fakhr al-Dawla?"),  # type: ignore[arg-type]
+        examples=_NoExamples(),  # type: ignore[arg-type]
+    )
+    assert retried["sub_question"] == "Who is the father of Fakhr al-Dawla?"
+    assert [r["sub_question"] for r in retried["rejected"]] == [whole]
+    assert "whole question" in retried["rejected"][0]["reason"]
+    gave_up = write_sub_question(
+        state,  # type: ignore[arg-type]
+        gateway=_ScriptedWriter(whole, whole),  # type: ignore[arg-type]
+        examples=_NoExamples(),  # type: ignore[arg-type]
+    )
+    assert gave_up["sub_question"] == "" and len(gave_up["rejected"]) == 2
 
 
 def test_an_answer_that_repeats_its_question_is_no_answer() -> None:

@@ -1,0 +1,83 @@
+"""Fast CPU runtimes for the two MiniLM encoders (the embedder and the trained DM): the
+torch module exported to ONNX once, its attention and layer norms fused by
+onnxruntime's BERT optimizer, optionally int8-quantised per channel. Built on first use
+into the models folder and reused while what it was built from is unchanged."""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+import warnings
+from pathlib import Path
+from typing import Any
+
+INPUTS = ("input_ids", "token_type_ids", "attention_mask")
+
+
+def export_bert(
+    module: Any, config: Any, tokenizer: Any, path: Path, output: str, *, int8: bool
+) -> None:
+    """Export `module(input_ids, token_type_ids, attention_mask) -> tensor` (a BERT-type
+    model of `config`) to `path`; fused, and int8 per channel when `int8`. Written
+    atomically: a stopped export never leaves a half-written file behind."""
+    import onnx
+    import torch
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+    from onnxruntime.transformers import optimizer
+
+    sample = tokenizer(
+        ["Who?", "Where is it?"], ["Someone did it.", "Here."], padding=True, return_tensors="pt"
+    )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    quiet = logging.getLogger()  # the quantiser advises on the root logger; tracing warns
+    level = quiet.level
+    quiet.setLevel(logging.ERROR)
+    try:
+        with tempfile.TemporaryDirectory(dir=path.parent) as scratch, warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            plain, fused = Path(scratch) / "plain.onnx", Path(scratch) / "fused.onnx"
+            torch.onnx.export(
+                module.eval(),
+                tuple(sample[n] for n in INPUTS),
+                str(plain),
+                input_names=list(INPUTS),
+                output_names=[output],
+                dynamic_axes={
+                    **{n: {0: "batch", 1: "tokens"} for n in INPUTS},
+                    output: {0: "batch"},
+                },
+                opset_version=17,
+                dynamo=False,
+            )
+            optimizer.optimize_model(
+                str(plain),
+                model_type="bert",
+                num_heads=config.num_attention_heads,
+                hidden_size=config.hidden_size,
+            ).save_model_to_file(str(fused))
+            final = fused
+            if int8:
+                final = Path(scratch) / "int8.onnx"
+                quantize_dynamic(
+                    str(fused),
+                    str(final),
+                    weight_type=QuantType.QInt8,
+                    per_channel=True,
+                    extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
+                )
+            final.replace(path)
+    finally:
+        quiet.setLevel(level)
+
+
+def open_session(path: Path) -> Any:
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    options.log_severity_level = 3  # warnings about unused initialisers are noise
+    return onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+
+def feed(batch: Any) -> dict[str, Any]:
+    """A tokenizer's numpy batch as the session's inputs."""
+    return {name: batch[name] for name in INPUTS}
