@@ -127,8 +127,14 @@ def evaluations() -> str:
         config, records = load_run(folder)
         if records:
             label = folder.name.removeprefix(f"{config['index']}-")
+            note = folder / "note.md"  # what a reader must know about this run
             by_bench.setdefault(config["index"], []).append(
-                {"config": config, "label": label, **summarise(records)}
+                {
+                    "config": config,
+                    "label": label,
+                    "note": note.read_text().strip() if note.is_file() else "",
+                    **summarise(records),
+                }
             )
     if not by_bench:
         return ""
@@ -177,6 +183,9 @@ def evaluations() -> str:
                         else "-"
                     )
                 lines.append(f"| {s['label']} | " + " | ".join(cells) + " |")
+        notes = [f"- `{s['label']}`: {s['note']}" for s in summaries if s["note"]]
+        if notes:
+            lines += ["", *notes]
         lines += _paired_tests(bench, {s["label"] for s in summaries})
         lines.append("")
     return "\n".join(lines)
@@ -274,11 +283,14 @@ def graph_build() -> str:
         )
     musique = next((row for row in r["rows"] if row["corpus"] == "musique"), None)
     if musique:
-        verdict = "met" if musique["seconds"] < 180 else "not met"
+        build = musique["seconds_build"]["total"]
         lines += [
             "",
-            f"Target: under 3 extra minutes for MuSiQue on this machine: {verdict} "
-            f"({musique['seconds']} s).",
+            "Target: under 3 extra minutes for MuSiQue on this machine. What `hoprag index` "
+            f"adds (the build itself, models already loaded): {build} s, "
+            f"{'met' if build < 180 else 'not met'}. A standalone `hoprag graph build` "
+            f"process, start-up and model loading included: {musique['seconds']} s, "
+            f"{'met' if musique['seconds'] < 180 else 'not met'}.",
         ]
     return "\n".join(lines) + "\n"
 
