@@ -248,6 +248,10 @@ def _print_step(node: str, update: Any, err: bool = True) -> None:
         shown["qa_table+"] = [f"{r['sub_question']} -> {r['answer']}" for r in update["qa_table"]]
     if update.get("unanswerable"):
         shown["unanswerable+"] = update["unanswerable"]
+    if update.get("rejected"):
+        shown["refused"] = "; ".join(
+            f'"{r["sub_question"]}" ({r["reason"]})' for r in update["rejected"]
+        )
     if update.get("plan"):
         shown["plan"] = update["plan"]
     if update.get("gathered"):

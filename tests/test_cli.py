@@ -157,3 +157,18 @@ def test_llm_serve_runs_an_openai_compatible_server(home: Path) -> None:
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=30)
+
+
+def test_the_trace_line_of_the_writer_names_refused_sub_questions(capsys) -> None:
+    from app.cli import _print_step
+
+    _print_step(
+        "write_sub_question",
+        {
+            "sub_question": "Who is Anne Gust's spouse?",
+            "rejected": [{"sub_question": "Who is Anne Gust's father-in-law?", "reason": "whole"}],
+        },
+    )
+    line = capsys.readouterr().err
+    assert line.startswith("[write_sub_question] sub_question=Who is Anne Gust's spouse?")
+    assert 'refused="Who is Anne Gust\'s father-in-law?" (whole)' in line
