@@ -693,16 +693,25 @@ def dm_data(
 
     Needs the benchmark indexes (named musique, 2wikimultihopqa, hotpotqa) for the hard
     negatives and the `direct` labels."""
+    typer.echo(json.dumps(_build_dm_data(data, out), indent=2))
+
+
+def _check_benchmarks(benchmarks: Path) -> None:
+    from app.dm_data import BENCHMARKS
+
+    for bench in BENCHMARKS:
+        if not (benchmarks / bench / "questions.json").is_file():
+            raise UserError(
+                f"no {bench}/questions.json under {benchmarks}",
+                hint="point at the benchmark folder (see ../shared/data/README.md)",
+            )
+
+
+def _build_dm_data(benchmarks: Path, out: Path) -> dict[str, Any]:
     from app import dm_data as builder
 
-    for bench in builder.BENCHMARKS:
-        if not (data / bench / "questions.json").is_file():
-            raise UserError(
-                f"no {bench}/questions.json under {data}",
-                hint="point --data at the benchmark folder (see ../shared/data/README.md)",
-            )
-    counts = builder.build(data, Settings(), out)
-    typer.echo(json.dumps(counts, indent=2))
+    _check_benchmarks(benchmarks)
+    return builder.build(benchmarks, Settings(), out)
     typer.echo(f"wrote {out}/train.jsonl, calib.jsonl, dev.jsonl and counts.json")
 
 
@@ -713,10 +722,22 @@ def dm_train(
         Path | None,
         typer.Option("--out", help="Where the adapter goes (default: the shipped app/data/dm)."),
     ] = None,
+    benchmarks: Annotated[
+        Path,
+        typer.Option(
+            "--benchmarks", help="Benchmark folder for `hoprag dm data` when --data is empty."
+        ),
+    ] = Path("../shared/data"),
 ) -> None:
-    """LoRA-train the MiniLM cross-encoder DM, calibrate it per kind, save it in app/data/dm."""
+    """LoRA-train the MiniLM cross-encoder DM, calibrate it per kind, save it in app/data/dm.
+
+    From scratch in one command: without examples in --data it builds them first."""
     from app import dm_train as trainer
 
+    if not any((data / name).is_file() for name in ("train.jsonl", "calib.jsonl", "dev.jsonl")):
+        _check_benchmarks(benchmarks)
+        typer.echo(f"no DM examples in {data}: building them first (hoprag dm data)", err=True)
+        typer.echo(json.dumps(_build_dm_data(benchmarks, data)), err=True)
     _require_dm_data(data, ("train.jsonl", "calib.jsonl"))
     settings = Settings()
     meta = trainer.train(

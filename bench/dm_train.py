@@ -1,10 +1,12 @@
-"""The DM trained from scratch on this machine, timed: the two commands a user runs.
+"""The DM trained from scratch on this machine, timed.
 
     .venv/bin/python -m bench.dm_train
 
-Runs `hoprag dm data` and `hoprag dm train` as child processes into a scratch folder
-(the shipped adapter in app/data/dm is left alone) and records each one's wall seconds
-and peak RSS, plus the trained adapter's calibration summary. The issue's budget is
+`hoprag dm train` alone builds the examples first when it finds none; this script runs
+the two steps as separate child processes (`hoprag dm data`, `hoprag dm train`) into a
+scratch folder to time each (the shipped adapter in app/data/dm is left alone), and
+records each one's wall seconds and peak RSS, plus the trained adapter's calibration
+summary. The issue's budget is
 60 minutes for training; run it with nothing else on the CPU.
 """
 

@@ -47,7 +47,10 @@ def test_help_explains_every_command(home: Path) -> None:
         (("models", "verify", "--model", "gpt-9"), ("unknown model",)),
         (("graph", "build", "--index", "nope"), ("no index named 'nope'",)),
         (("dm", "data", "--data", "/no/such/folder"), ("no musique/questions.json",)),
-        (("dm", "train", "--data", "/no/such/folder"), ("no train.jsonl", "hoprag dm data")),
+        (
+            ("dm", "train", "--data", "/no/such/folder", "--benchmarks", "/no/such/benchmarks"),
+            ("no musique/questions.json",),  # no examples: it builds them first, from there
+        ),
         (("dm", "eval", "--data", "/no/such/folder"), ("no dev.jsonl", "hoprag dm data")),
     ],
 )
