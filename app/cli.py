@@ -693,7 +693,11 @@ def dm_data(
 
     Needs the benchmark indexes (named musique, 2wikimultihopqa, hotpotqa) for the hard
     negatives and the `direct` labels."""
-    typer.echo(json.dumps(_build_dm_data(data, out), indent=2))
+    from app import dm_data as builder
+
+    _check_benchmarks(data)
+    typer.echo(json.dumps(builder.build(data, Settings(), out), indent=2))
+    typer.echo(f"wrote {out}/train.jsonl, calib.jsonl, dev.jsonl and counts.json")
 
 
 def _check_benchmarks(benchmarks: Path) -> None:
@@ -705,14 +709,6 @@ def _check_benchmarks(benchmarks: Path) -> None:
                 f"no {bench}/questions.json under {benchmarks}",
                 hint="point at the benchmark folder (see ../shared/data/README.md)",
             )
-
-
-def _build_dm_data(benchmarks: Path, out: Path) -> dict[str, Any]:
-    from app import dm_data as builder
-
-    _check_benchmarks(benchmarks)
-    return builder.build(benchmarks, Settings(), out)
-    typer.echo(f"wrote {out}/train.jsonl, calib.jsonl, dev.jsonl and counts.json")
 
 
 @dm_app.command("train")
@@ -732,12 +728,13 @@ def dm_train(
     """LoRA-train the MiniLM cross-encoder DM, calibrate it per kind, save it in app/data/dm.
 
     From scratch in one command: without examples in --data it builds them first."""
+    from app import dm_data as builder
     from app import dm_train as trainer
 
     if not any((data / name).is_file() for name in ("train.jsonl", "calib.jsonl", "dev.jsonl")):
         _check_benchmarks(benchmarks)
         typer.echo(f"no DM examples in {data}: building them first (hoprag dm data)", err=True)
-        typer.echo(json.dumps(_build_dm_data(benchmarks, data)), err=True)
+        typer.echo(json.dumps(builder.build(benchmarks, Settings(), data)), err=True)
     _require_dm_data(data, ("train.jsonl", "calib.jsonl"))
     settings = Settings()
     meta = trainer.train(

@@ -13,7 +13,6 @@ relevance of the question's top passages (sorted), fitted on training questions.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import random
 import time
@@ -30,7 +29,7 @@ if TYPE_CHECKING:  # the trainer itself needs only torch, transformers and peft
 DM_DIR = Path(__file__).parent / "data" / "dm"
 DM_VERSION = "minilm-lora-1"
 DM_MAX_TOKENS = 256
-RUNTIME_VERSION = "onnx-fused-int8pc-1"  # bump when `export_runtime` changes
+RUNTIME_VERSION = "onnx-fused-int8pc-1"  # bump when the runtime export changes
 CROSS_KINDS = ("rel", "suff", "same", "depth")
 DIRECT_FEATURES = 5  # the top-5 sorted relevance probabilities of the question's passages
 SEED = 13
@@ -111,38 +110,18 @@ class FastCrossEncoder:
     tokenizer: Any
 
     def logits(self, pairs: Sequence[tuple[str, str, str]]) -> np.ndarray:
-        out = [
-            self.session.run(
-                None, {k: v.numpy() for k, v in tokenise(self.tokenizer, [t]).items()}
-            )[0][0, 0]
-            for t in pairs
-        ]
+        from app.onnx_runtime import feed
+
+        out = [self.session.run(None, feed(tokenise(self.tokenizer, [t])))[0][0, 0] for t in pairs]
         return np.asarray(out, dtype=np.float32)
 
 
-def adapter_digest(adapter_dir: Path) -> str:
-    """What the runtime was built from: the adapter weights and the runtime recipe."""
-    digest = hashlib.sha256(f"{DM_VERSION}/{RUNTIME_VERSION}".encode())
-    digest.update((adapter_dir / "adapter_model.safetensors").read_bytes())
-    return digest.hexdigest()[:16]
+def runtime_path(adapter_dir: Path, runtime_dir: Path) -> Path:
+    """The runtime file of this adapter (a changed adapter gets a new one)."""
+    from app.onnx_runtime import runtime_path as path_for
 
-
-def export_runtime(adapter_dir: Path, path: Path) -> None:
-    """Merge the adapter and export the cross-encoder's fused int8 runtime to `path`."""
-    import torch
-
-    from app.onnx_runtime import export_bert
-
-    encoder = load_model(adapter_dir)
-    model = encoder.model
-
-    class Logits(torch.nn.Module):  # named inputs: BERT's positional order differs
-        def forward(self, input_ids: Any, token_type_ids: Any, attention_mask: Any) -> Any:
-            return model(
-                input_ids=input_ids, token_type_ids=token_type_ids, attention_mask=attention_mask
-            ).logits
-
-    export_bert(Logits(), model.config, encoder.tokenizer, path, "logits", int8=True)
+    weights = adapter_dir / "adapter_model.safetensors"
+    return path_for(runtime_dir, "dm", f"{DM_VERSION}/{RUNTIME_VERSION}", weights)
 
 
 def load_runtime(adapter_dir: Path, runtime_dir: Path) -> FastCrossEncoder:
@@ -150,14 +129,14 @@ def load_runtime(adapter_dir: Path, runtime_dir: Path) -> FastCrossEncoder:
     reused while the adapter is unchanged."""
     from transformers import AutoTokenizer
 
-    from app.onnx_runtime import open_session
+    from app.onnx_runtime import cached_session, export_bert
 
-    path = runtime_dir / f"dm-{adapter_digest(adapter_dir)}.onnx"
-    if not path.is_file():
-        export_runtime(adapter_dir, path)
-    return FastCrossEncoder(
-        open_session(path), AutoTokenizer.from_pretrained(str(base_model_dir()))
-    )
+    def export(path: Path) -> None:
+        encoder = load_model(adapter_dir)
+        export_bert(encoder.model, encoder.tokenizer, path, "logits", int8=True)
+
+    session = cached_session(runtime_path(adapter_dir, runtime_dir), export)
+    return FastCrossEncoder(session, AutoTokenizer.from_pretrained(str(base_model_dir())))
 
 
 def new_model(recipe: Recipe) -> CrossEncoder:

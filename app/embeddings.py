@@ -6,7 +6,6 @@ torch, which matters most for the sentence graph (tens of thousands of sentences
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import os
 from collections.abc import Sequence
@@ -44,28 +43,16 @@ class Embedder:
         self.session = self._runtime(runtime_dir) if runtime_dir is not None else None
 
     def _runtime(self, runtime_dir: Path) -> Any:
-        """The fused ONNX graph of the transformer, exported once per model file."""
-        import torch
+        """The fused ONNX graph of the transformer's token vectors (pooling stays in
+        numpy), exported once per model file."""
+        from app.onnx_runtime import cached_session, export_bert, runtime_path
 
-        from app.onnx_runtime import export_bert, open_session
-
-        digest = hashlib.sha256(RUNTIME_VERSION.encode())
-        digest.update((self.model_dir / "model.safetensors").read_bytes())
-        path = runtime_dir / f"minilm-{digest.hexdigest()[:16]}.onnx"
-        if not path.is_file():
+        def export(path: Path) -> None:
             bert = self.model[0].auto_model
-            bert.requires_grad_(False)
+            export_bert(bert, self.model.tokenizer, path, "last_hidden_state", int8=False)
 
-            class Tokens(torch.nn.Module):  # the token vectors; pooling stays in numpy
-                def forward(self, input_ids: Any, token_type_ids: Any, attention_mask: Any) -> Any:
-                    return bert(
-                        input_ids=input_ids,
-                        token_type_ids=token_type_ids,
-                        attention_mask=attention_mask,
-                    ).last_hidden_state
-
-            export_bert(Tokens(), bert.config, self.model.tokenizer, path, "tokens", int8=False)
-        return open_session(path)
+        weights = self.model_dir / "model.safetensors"
+        return cached_session(runtime_path(runtime_dir, "minilm", RUNTIME_VERSION, weights), export)
 
     def embed(self, texts: Sequence[str], *, progress: bool = False) -> np.ndarray:
         if not texts:

@@ -5,26 +5,52 @@ into the models folder and reused while what it was built from is unchanged."""
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import tempfile
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 INPUTS = ("input_ids", "token_type_ids", "attention_mask")
 
 
-def export_bert(
-    module: Any, config: Any, tokenizer: Any, path: Path, output: str, *, int8: bool
-) -> None:
-    """Export `module(input_ids, token_type_ids, attention_mask) -> tensor` (a BERT-type
-    model of `config`) to `path`; fused, and int8 per channel when `int8`. Written
+def runtime_path(runtime_dir: Path, stem: str, version: str, weights: Path) -> Path:
+    """Where the runtime built from `weights` by export recipe `version` lives: a new
+    file whenever either changes, so a stale runtime is never served."""
+    digest = hashlib.sha256(version.encode())
+    digest.update(weights.read_bytes())
+    return runtime_dir / f"{stem}-{digest.hexdigest()[:16]}.onnx"
+
+
+def cached_session(path: Path, export: Callable[[Path], None]) -> Any:
+    """An inference session of the runtime at `path`, exported there first if missing."""
+    if not path.is_file():
+        export(path)
+    return open_session(path)
+
+
+def export_bert(model: Any, tokenizer: Any, path: Path, output: str, *, int8: bool) -> None:
+    """Export a transformers BERT-type `model`, returning its `output` field (`logits`,
+    `last_hidden_state`), to `path`; fused, and int8 per channel when `int8`. Written
     atomically: a stopped export never leaves a half-written file behind."""
     import onnx
     import torch
     from onnxruntime.quantization import QuantType, quantize_dynamic
     from onnxruntime.transformers import optimizer
 
+    class Named(torch.nn.Module):  # named inputs: BERT's positional order differs
+        def forward(self, input_ids: Any, token_type_ids: Any, attention_mask: Any) -> Any:
+            result = model(
+                input_ids=input_ids, token_type_ids=token_type_ids, attention_mask=attention_mask
+            )
+            return getattr(result, output)
+
+    model.requires_grad_(False)  # tracing cannot take weights that want gradients
+    config = model.config
     sample = tokenizer(
         ["Who?", "Where is it?"], ["Someone did it.", "Here."], padding=True, return_tensors="pt"
     )
@@ -37,7 +63,7 @@ def export_bert(
             warnings.simplefilter("ignore")
             plain, fused = Path(scratch) / "plain.onnx", Path(scratch) / "fused.onnx"
             torch.onnx.export(
-                module.eval(),
+                Named().eval(),
                 tuple(sample[n] for n in INPUTS),
                 str(plain),
                 input_names=list(INPUTS),
@@ -79,5 +105,5 @@ def open_session(path: Path) -> Any:
 
 
 def feed(batch: Any) -> dict[str, Any]:
-    """A tokenizer's numpy batch as the session's inputs."""
-    return {name: batch[name] for name in INPUTS}
+    """A tokenizer's batch (numpy or torch) as the session's inputs."""
+    return {name: np.asarray(batch[name]) for name in INPUTS}

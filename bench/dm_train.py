@@ -6,8 +6,8 @@
 the two steps as separate child processes (`hoprag dm data`, `hoprag dm train`) into a
 scratch folder to time each (the shipped adapter in app/data/dm is left alone), and
 records each one's wall seconds and peak RSS, plus the trained adapter's calibration
-summary. The issue's budget is
-60 minutes for training; run it with nothing else on the CPU.
+summary. The issue's budget is 60 minutes for training; run it with nothing else on the
+CPU.
 """
 
 from __future__ import annotations

@@ -105,7 +105,7 @@ def test_the_fast_runtime_scores_like_the_model_and_is_built_once(
     shutil.copytree(out, changed)
     weights = changed / "adapter_model.safetensors"
     weights.write_bytes(weights.read_bytes()[:-4] + b"\x00\x00\x00\x00")
-    assert dm_train.adapter_digest(changed) != dm_train.adapter_digest(out)
+    assert dm_train.runtime_path(changed, runtime_dir) != dm_train.runtime_path(out, runtime_dir)
 
 
 def test_the_decision_model_uses_the_trained_backend_where_listed(
