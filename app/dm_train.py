@@ -101,8 +101,9 @@ class CrossEncoder:
 
 @dataclass
 class FastCrossEncoder:
-    """The merged cross-encoder as a fused, int8 ONNX graph (`export_runtime`): on this
-    CPU it judges 10 passages about 4x faster than torch, within 0.002 dev AUC per kind.
+    """The merged cross-encoder as a fused, int8 ONNX graph (`load_runtime`): on this
+    CPU it judges 10 passages about 4x faster than torch, at about the same dev AUC (see
+    the DM sections of docs/BENCHMARKS.md).
     Each pair runs alone: a step's passages differ in length, and padding them to the
     longest doubled the work."""
 
