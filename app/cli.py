@@ -252,6 +252,9 @@ def _print_step(node: str, update: Any, err: bool = True) -> None:
         shown["refused"] = "; ".join(
             f'"{r["sub_question"]}" ({r["reason"]})' for r in update["rejected"]
         )
+    if update.get("comparison"):
+        dates = update["comparison"]["dates"]
+        shown["compared"] = " vs ".join(f"{name} {date}" for name, date in dates.items())
     if update.get("plan"):
         shown["plan"] = update["plan"]
     if update.get("gathered"):

@@ -45,6 +45,10 @@ CONTEXTUALISED_QUESTION_TOKENS = 64  # a chat follow-up rewritten to stand alone
 REASON_STEP_TOKENS = 64  # one reasoning sentence of the iterative baseline
 PLAN_TOKENS = 160  # ChainRAG's whole decomposition
 MAX_QUESTION_COVERAGE = 0.8
+# Date comparisons decided by rule from the QA table (tools/comparison.py): rows followed
+# from an option to its date, and the longest answer still read as a date.
+COMPARISON_CHAIN_HOPS = 3
+COMPARISON_MAX_DATE_WORDS = 5
 
 # Sentence graph (ChainRAG, SPEC section 3): share of entities that are key entities,
 # entities in more sentences than this are hubs that link nothing, semantic neighbours

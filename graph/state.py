@@ -115,6 +115,7 @@ class DeftState(TurnState, total=False):
     passages: Annotated[list[dict[str, Any]], merge_passages]
     answer: str
     answer_passage_ids: list[int]
+    comparison: dict[str, Any] | None  # a date comparison decided by rule from the table
 
 
 class ChainStep(TypedDict):
@@ -141,3 +142,4 @@ class ChainState(TurnState, total=False):
     passages: Annotated[list[dict[str, Any]], merge_passages]
     answer: str
     answer_passage_ids: list[int]
+    comparison: dict[str, Any] | None  # a date comparison decided by rule from the chain

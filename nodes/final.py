@@ -12,16 +12,33 @@ from app.settings import Settings
 from graph.state import DeftState
 from nodes.answer import answered, clean_answer, read_passages
 from nodes.relevance import judge_relevance
-from prompts import format_qa_table, load_prompt
+from prompts import format_passages, format_qa_table, load_prompt
+from tools.comparison import compare_dates
 from tools.decision import DecisionModel
 from tools.retriever import Retriever
+
+
+def decide_comparison(question: str, rows: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    """The final-answer update when the rows decide a date comparison, else None."""
+    comparison = compare_dates(question, rows)
+    if comparison is None:
+        return None
+    return {
+        **answered(comparison["answer"]),
+        "comparison": comparison,
+        "answer_passage_ids": comparison["passage_ids"],
+    }
 
 
 def answer_from_rows(
     gateway: LLMGateway, question: str, rows: Sequence[dict[str, Any]]
 ) -> dict[str, Any]:
     """LLM_fin: the answer from sub-questions and their answers alone, supported by the
-    passages behind them (DeFT's QA table, ChainRAG's AnsInt)."""
+    passages behind them (DeFT's QA table, ChainRAG's AnsInt). A date comparison the
+    rows decide is answered by rule, without the LLM (tools/comparison.py)."""
+    decided = decide_comparison(question, rows)
+    if decided:
+        return decided
     messages = load_prompt("answer_from_qa_table").format_messages(
         qa_table=format_qa_table(rows), question=question
     )
@@ -41,16 +58,32 @@ def fallback_answer(
     dm: DecisionModel,
     gateway: LLMGateway,
 ) -> dict[str, Any]:
-    """After T steps: retrieve 2w passages for Q, keep the relevant ones, answer directly."""
+    """After T steps, or when the writer has nothing new to ask: retrieve 2w passages for
+    Q, keep the relevant ones, and answer Q from them in one call. The rows the QA table
+    holds by then are shown too (facts found but judged insufficient would otherwise be
+    lost), and a date comparison they decide needs no reading at all."""
+    table = state.get("qa_table") or []
+    decided = decide_comparison(state["question"], table)
+    if decided:
+        return decided
     settings = Settings.of(runtime)
     passages = [p.as_dict() for p in retriever.retrieve(state["question"], settings.fallback_k)]
     kept, decisions = judge_relevance(
         dm, state["question"], passages, settings, state.get("hop", 0)
     )
-    answer = read_passages(gateway, state["question"], kept)
+    if table:
+        messages = load_prompt("answer_from_facts_and_passages").format_messages(
+            qa_table=format_qa_table(table),
+            passages=format_passages(kept),
+            question=state["question"],
+        )
+        answer = clean_answer(gateway.invoke(messages))
+    else:
+        answer = read_passages(gateway, state["question"], kept)
+    support = {pid for row in table for pid in row["passage_ids"]} | {p["id"] for p in kept}
     return {
         **answered(answer),
         "passages": kept,
         "decisions": decisions,
-        "answer_passage_ids": [p["id"] for p in kept],
+        "answer_passage_ids": sorted(support),
     }

@@ -46,12 +46,27 @@ def content_words(text: str) -> set[str]:
     return set(normalise_question(_POSSESSIVE.sub("", text)).split()) - STOP_WORDS
 
 
+def relation_words(question: str) -> set[str]:
+    """The question's content words outside its names (capitalised words after the
+    first): what it asks, not whom it asks about."""
+    names = " ".join(word for word in question.split()[1:] if word[:1].isupper())
+    return content_words(question) - content_words(names) or content_words(question)
+
+
 def question_coverage(sub_question: str, question: str) -> float:
-    """Share of the question's content words that the sub-question repeats. "Who is the
-    father of X?" covers half of "Who is the paternal grandfather of X?" and is a fine
-    first step; a rewording of the whole question covers nearly all of it."""
-    wanted = content_words(question)
-    return len(content_words(sub_question) & wanted) / len(wanted) if wanted else 0.0
+    """How much of the question the sub-question repeats: the smaller of its share of
+    the question's content words and of its relation words. "Who is the father of X?"
+    covers half of "Who is the paternal grandfather of X?" and is a fine first step; so
+    is "Who is the spouse of Princess Elisabeth, Duchess of Hohenberg?" for her
+    father-in-law, although the long name makes up most of the words. A rewording of the
+    whole question covers nearly all of both."""
+    words = content_words(sub_question)
+    shares = [
+        len(words & wanted) / len(wanted)
+        for wanted in (content_words(question), relation_words(question))
+        if wanted
+    ]
+    return min(shares, default=0.0)
 
 
 def rejection(sub_question: str, state: DeftState) -> str:

@@ -197,6 +197,12 @@ def test_sub_question_rejections() -> None:
     assert "whole question" in rejection(
         "Who was Fakhr al-Dawla's paternal grandfather?", grandfather
     )
+    # A long name repeated is not the question repeated: what it asks is what counts.
+    in_law = {"question": "Who is Princess Elisabeth, Duchess Of Hohenberg's father-in-law?"}
+    assert rejection("Who is the spouse of Princess Elisabeth, Duchess Of Hohenberg?", in_law) == ""
+    assert "whole question" in rejection(
+        "Who is the father-in-law of Princess Elisabeth, Duchess Of Hohenberg?", in_law
+    )
 
 
 class _ScriptedWriter:

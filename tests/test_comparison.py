@@ -1,0 +1,195 @@
+"""Date comparisons decided by rule from the QA table: what they decide, what they leave
+to the LLM, and how the final-answer nodes use them."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.settings import Settings
+from nodes.final import answer_from_rows, fallback_answer
+from tools.comparison import Date, as_tool, compare_dates, comparison_options, parse_date
+from tools.decision import Calibration, DecisionModel
+
+BRIDGE = [
+    ("Who directed The Inside Man?", "Tom Clegg", 1),
+    ("When was Tom Clegg born?", "1934", 2),
+    ("Who directed Dog's Heart?", "Alberto Lattuada", 3),
+    ("When was Alberto Lattuada born?", "15 October 1914", 4),
+]
+
+
+def rows(*triples: tuple[str, str, int]) -> list[dict]:
+    return [
+        {"sub_question": q, "answer": a, "passage_ids": [pid], "source": "retrieved"}
+        for q, a, pid in triples
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "date"),
+    [
+        ("15 October 1914", Date(1914, 10, 15)),
+        ("October 15, 1914", Date(1914, 10, 15)),
+        ("1914-10-15", Date(1914, 10, 15)),
+        ("March 1990", Date(1990, 3)),
+        ("1934", Date(1934)),
+        ("c. 1850", Date(1850)),
+        ("1990s", None),
+        ("1920 and 1930", None),
+        ("Alberto Lattuada", None),
+        ("the year 1950 in Paris, France, in spring", None),
+    ],
+)
+def test_parse_date(text: str, date: Date | None) -> None:
+    assert parse_date(text) == date
+
+
+def test_options_and_what_is_asked() -> None:
+    assert comparison_options("Which film came out first, Run The Race or Cup-Tie Honeymoon?") == (
+        "Which film came out first",
+        ("Run The Race", "Cup-Tie Honeymoon"),
+    )
+    assert comparison_options("Who was born first out of C. M. Patterson and Ann Lee?") == (
+        "Who was born first ",
+        ("C. M. Patterson", "Ann Lee"),
+    )
+    # A title with a comma stays whole.
+    parsed = comparison_options(
+        "Which film has the director born first, S Durga or Sweet Emma, Dear Böbe?"
+    )
+    assert parsed is not None and parsed[1] == ("S Durga", "Sweet Emma, Dear Böbe")
+    assert comparison_options("Where was the director of Dog's Heart born?") is None
+
+
+def test_a_bridge_comparison_follows_the_rows_to_each_date() -> None:
+    table = rows(*BRIDGE)
+    older = compare_dates(
+        "Which film has the director who is older than the other, "
+        "The Inside Man (Film) or Dog'S Heart?",
+        table,
+    )
+    assert older is not None and older["answer"] == "Dog'S Heart"
+    assert older["dates"] == {"The Inside Man (Film)": "1934", "Dog'S Heart": "1914-10-15"}
+    assert older["passage_ids"] == [1, 2, 3, 4]
+    later = compare_dates(
+        "Which film has the director born later, The Inside Man or Dog's Heart?", table
+    )
+    assert later is not None and later["answer"] == "The Inside Man"
+
+
+def test_a_direct_comparison_and_words_inside_the_options() -> None:
+    table = rows(
+        ("When was The Last Hunt released?", "1956", 1), ("When was Run released?", "1991", 2)
+    )
+    # "Last" names a film here; the direction is read from "came out first" only.
+    first = compare_dates("Which film came out first, The Last Hunt or Run?", table)
+    assert first is not None and first["answer"] == "The Last Hunt"
+
+
+@pytest.mark.parametrize(
+    ("question", "table"),
+    [
+        # No direction to compare in.
+        (
+            "Who lived longer, Ann Lee or Bo Ray?",
+            [("When was Ann Lee born?", "1900", 1), ("When was Bo Ray born?", "1901", 2)],
+        ),
+        # A date missing for one option.
+        ("Who was born first, Ann Lee or Bo Ray?", [("When was Ann Lee born?", "1900", 1)]),
+        # Same year, and one date gives no month: a tie at the shared precision.
+        (
+            "Who was born first, Ann Lee or Bo Ray?",
+            [("When was Ann Lee born?", "1900", 1), ("When was Bo Ray born?", "May 1900", 2)],
+        ),
+        # Two dates for one option and the question names no event to choose between them.
+        (
+            "Which came first, Ann Lee or Bo Ray?",
+            [
+                ("When was Ann Lee born?", "1900", 1),
+                ("When did Ann Lee die?", "1950", 2),
+                ("When was Bo Ray born?", "1920", 3),
+            ],
+        ),
+        # A birth question does not use a death date.
+        (
+            "Who was born first, Ann Lee or Bo Ray?",
+            [("When was Ann Lee born?", "1900", 1), ("When did Bo Ray die?", "1950", 2)],
+        ),
+    ],
+)
+def test_undecided_comparisons_are_left_to_the_llm(
+    question: str, table: list[tuple[str, str, int]]
+) -> None:
+    assert compare_dates(question, rows(*table)) is None
+
+
+class _NoLLM:
+    def invoke(self, messages: object, max_tokens: int | None = None) -> str:
+        raise AssertionError("a comparison the table decides needs no LLM call")
+
+
+class _Runtime:
+    context = Settings()
+
+
+def test_final_answer_nodes_decide_by_rule_without_reading() -> None:
+    question = "Which film has the director born first, The Inside Man or Dog's Heart?"
+    update = answer_from_rows(_NoLLM(), question, rows(*BRIDGE))  # type: ignore[arg-type]
+    assert update["answer"] == "Dog's Heart" and update["comparison"]["dates"]
+    state = {"question": question, "qa_table": rows(*BRIDGE), "hop": 4}
+    fallback = fallback_answer(
+        state,  # type: ignore[arg-type]
+        _Runtime(),  # type: ignore[arg-type]
+        retriever=None,  # type: ignore[arg-type]
+        dm=None,  # type: ignore[arg-type]
+        gateway=_NoLLM(),  # type: ignore[arg-type]
+    )
+    assert fallback["answer"] == "Dog's Heart" and fallback["answer_passage_ids"] == [1, 2, 3, 4]
+
+
+def test_the_comparison_is_a_langchain_tool() -> None:
+    tool = as_tool()
+    result = tool.invoke(
+        {
+            "question": "Who was born first, Ann Lee or Bo Ray?",
+            "rows": rows(
+                ("When was Ann Lee born?", "1900", 1), ("When was Bo Ray born?", "1890", 2)
+            ),
+        }
+    )
+    assert result["answer"] == "Bo Ray"
+
+
+OFF = Calibration(backends=dict.fromkeys(("rel", "direct", "depth", "suff", "same"), "off"))
+
+
+class _NoPassages:
+    def retrieve(self, query: str, k: int) -> list:
+        return []
+
+
+class _Recorder:
+    def __init__(self) -> None:
+        self.seen = ""
+
+    def invoke(self, messages: list, max_tokens: int | None = None) -> str:
+        self.seen = "\n".join(m.content for m in messages)
+        return "Pat Brown"
+
+
+def test_the_fallback_reads_the_rows_it_has_when_they_decide_nothing() -> None:
+    gateway = _Recorder()
+    state = {
+        "question": "Who is Anne Gust Brown's father-in-law?",
+        "qa_table": rows(("Who is the spouse of Anne Gust Brown?", "Jerry Brown", 7)),
+        "hop": 2,
+    }
+    update = fallback_answer(
+        state,  # type: ignore[arg-type]
+        _Runtime(),  # type: ignore[arg-type]
+        retriever=_NoPassages(),  # type: ignore[arg-type]
+        dm=DecisionModel(gateway=None, embedder=None, calibration=OFF),  # type: ignore[arg-type]
+        gateway=gateway,  # type: ignore[arg-type]
+    )
+    assert "Who is the spouse of Anne Gust Brown? Jerry Brown" in gateway.seen
+    assert update["answer"] == "Pat Brown" and update["answer_passage_ids"] == [7]

@@ -1,0 +1,203 @@
+"""Date comparisons from the QA table, by rule: "Which film has the director born first,
+A or B?" once the table holds both directors' birth dates.
+
+The embedded 1.5B model finds these facts but cannot compare them: handed "Tom Clegg was
+born in 1934" and "Alberto Lattuada was born on 15 October 1914" it answers that Clegg
+is older, with or without a worked reasoning line. Comparing two dates is arithmetic,
+so it belongs to code, the way an agent hands arithmetic to a tool. The rule answers
+only when everything is unambiguous (two options, a direction word, one date per option
+reached through the table's rows, dates that differ at the precision both give);
+otherwise it returns None and the LLM answers as before.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.tools import BaseTool, StructuredTool
+
+from app.metrics import normalize_answer
+from app.settings import COMPARISON_CHAIN_HOPS, COMPARISON_MAX_DATE_WORDS
+
+# "..., A or B?" and "... out of A and B?"
+_OPTIONS = (
+    re.compile(r",\s*(?P<a>.+?)\s+or\s+(?P<b>.+?)\s*\??\s*$", re.IGNORECASE),
+    re.compile(r"\bout of\s+(?P<a>.+?)\s+and\s+(?P<b>.+?)\s*\??\s*$", re.IGNORECASE),
+)
+_EARLIER = {"first", "earlier", "earliest", "older", "oldest", "elder", "before", "sooner"}
+_LATER = {"later", "latest", "last", "younger", "youngest", "recent", "recently", "newer"}
+# The event a question compares, told by its words; a row's date counts for an option
+# only when its sub-question is about the same event (or the question names none).
+_EVENTS = {
+    "birth": {"born", "birth", "older", "oldest", "younger", "youngest", "elder", "age"},
+    "death": {"died", "die", "death", "dead"},
+}
+_MONTHS = {
+    name: number
+    for number, names in enumerate(
+        (
+            ("january", "jan"),
+            ("february", "feb"),
+            ("march", "mar"),
+            ("april", "apr"),
+            ("may",),
+            ("june", "jun"),
+            ("july", "jul"),
+            ("august", "aug"),
+            ("september", "sep", "sept"),
+            ("october", "oct"),
+            ("november", "nov"),
+            ("december", "dec"),
+        ),
+        start=1,
+    )
+    for name in names
+}
+_YEAR = re.compile(r"\b(1\d{3}|20\d{2})\b")
+_ISO = re.compile(r"\b(1\d{3}|20\d{2})-(\d{1,2})-(\d{1,2})\b")
+_DAY = re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)?\b")
+_PARENTHESIS = re.compile(r"\s*\([^)]*\)")
+
+
+@dataclass(frozen=True)
+class Date:
+    """A calendar date as precise as the text gives it (0: month or day not given)."""
+
+    year: int
+    month: int = 0
+    day: int = 0
+
+    def order(self, other: Date) -> int | None:
+        """-1 when self is earlier, 1 when later, None when the shared precision ties."""
+        pairs = [(self.year, other.year)]
+        if self.month and other.month:
+            pairs.append((self.month, other.month))
+            if self.day and other.day:
+                pairs.append((self.day, other.day))
+        for mine, theirs in pairs:
+            if mine != theirs:
+                return -1 if mine < theirs else 1
+        return None
+
+    def __str__(self) -> str:
+        return "-".join(str(part) for part in (self.year, self.month, self.day) if part)
+
+
+def parse_date(text: str) -> Date | None:
+    """The date a short answer states ("15 October 1914", "October 15, 1914", "1934",
+    "1914-10-15"); None for anything longer than a date or holding no single year."""
+    words = text.replace(",", " ").split()
+    if not words or len(words) > COMPARISON_MAX_DATE_WORDS:
+        return None
+    iso = _ISO.search(text)
+    if iso:
+        return Date(*(int(part) for part in iso.groups()))
+    years = _YEAR.findall(text)
+    if len(set(years)) != 1:
+        return None
+    month = next(
+        (_MONTHS[w.lower().strip(".")] for w in words if w.lower().strip(".") in _MONTHS), 0
+    )
+    rest = _YEAR.sub(" ", text)
+    days = [int(d) for d in _DAY.findall(rest) if 1 <= int(d) <= 31]
+    return Date(int(years[0]), month, days[0] if month and len(days) == 1 else 0)
+
+
+def comparison_options(question: str) -> tuple[str, tuple[str, str]] | None:
+    """What a "which one" question asks (the part before the options) and the two things
+    it compares, as it writes them."""
+    for pattern in _OPTIONS:
+        match = pattern.search(question)
+        if match:
+            a, b = match.group("a").strip(" ,"), match.group("b").strip(" ,?")
+            if a and b and normalize_answer(a) != normalize_answer(b):
+                return question[: match.start()], (a, b)
+    return None
+
+
+def direction(question: str) -> int | None:
+    """-1 when the earlier date wins ("born first", "older"), 1 when the later one does."""
+    words = set(normalize_answer(question).split())
+    earlier, later = bool(words & _EARLIER), bool(words & _LATER)
+    if earlier == later:
+        return None
+    return -1 if earlier else 1
+
+
+def event(text: str) -> str:
+    """Which event a question or sub-question is about: birth, death, or '' (any)."""
+    words = set(normalize_answer(text).split())
+    found = [name for name, cues in _EVENTS.items() if words & cues]
+    return found[0] if len(found) == 1 else ""
+
+
+def _mentions(question: str, name: str) -> bool:
+    """The sub-question names the thing, parenthetical qualifiers like "(Film)" aside."""
+    text = f" {normalize_answer(question)} "
+    return any(
+        norm and f" {norm} " in text
+        for norm in {normalize_answer(name), normalize_answer(_PARENTHESIS.sub("", name))}
+    )
+
+
+def option_date(
+    option: str, rows: Sequence[dict[str, Any]], wanted_event: str
+) -> tuple[Date, list[dict[str, Any]]] | None:
+    """The one date the table gives for an option: follow rows from those that name the
+    option through the answers they give ("Who directed A?" -> "When was <director>
+    born?"), at most COMPARISON_CHAIN_HOPS rows deep, and keep the dates of rows about
+    the wanted event. None when there is no such date, or more than one."""
+    found: dict[str, tuple[Date, list[dict[str, Any]]]] = {}
+    frontier: list[tuple[str, list[dict[str, Any]]]] = [(option, [])]
+    for _ in range(COMPARISON_CHAIN_HOPS):
+        reached: list[tuple[str, list[dict[str, Any]]]] = []
+        for name, path in frontier:
+            for row in rows:
+                if row in path or not _mentions(row["sub_question"], name):
+                    continue
+                date = parse_date(row["answer"])
+                if date is None:
+                    reached.append((row["answer"], [*path, row]))
+                elif not wanted_event or event(row["sub_question"]) == wanted_event:
+                    found.setdefault(str(date), (date, [*path, row]))
+        frontier = reached
+    return next(iter(found.values())) if len(found) == 1 else None
+
+
+def compare_dates(question: str, rows: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    """The option a date-comparison question asks for, from the QA table alone, with the
+    dates and rows that decide it; None when the rule cannot decide."""
+    parsed = comparison_options(question)
+    if parsed is None:
+        return None
+    asked, options = parsed  # cue words are read outside the options: "The Last Hunt"
+    sign, wanted = direction(asked), event(asked)
+    if sign is None:
+        return None
+    dated = [option_date(option, rows, wanted) for option in options]
+    if dated[0] is None or dated[1] is None:
+        return None
+    order = dated[0][0].order(dated[1][0])
+    if order is None:
+        return None
+    winner = 0 if order == sign else 1
+    return {
+        "answer": options[winner],
+        "dates": {option: str(d[0]) for option, d in zip(options, dated, strict=True)},
+        "rows": [row["sub_question"] for d in dated for row in d[1]],
+        "passage_ids": sorted({pid for d in dated for row in d[1] for pid in row["passage_ids"]}),
+    }
+
+
+def as_tool() -> BaseTool:
+    """The date comparison as a LangChain tool, for agents and Studio."""
+    return StructuredTool.from_function(
+        compare_dates,
+        name="compare_dates",
+        description='Answer a "which came first / who is older, A or B?" question from '
+        "QA-table rows (dicts with sub_question, answer, passage_ids) by comparing the "
+        "dates they give; null when the rows do not decide it.",
+    )
