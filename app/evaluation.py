@@ -29,6 +29,7 @@ from app.settings import DEFT_SETTINGS, Settings
 from app.store import CorpusIndex, check_name
 from nodes.answer import UNKNOWN
 from prompts import load_prompt
+from tools.comparison import RULE
 
 # Per-question numbers averaged in every summary, and the columns of a summary table.
 PER_QUESTION_METRICS = (
@@ -235,7 +236,7 @@ def answer_one(
         "llm_calls": int(cost["llm_calls"]),
         "input_tokens": int(cost["input_tokens"]),
         "output_tokens": int(cost["output_tokens"]),
-        "dm_calls": len(final.get("decisions") or []),
+        "dm_calls": sum(d["backend"] != RULE for d in final.get("decisions") or []),
         "dm_seconds": round(sum(d.get("seconds", 0.0) for d in final.get("decisions") or []), 3),
         "seconds": round(seconds, 3),
         "trace": trace,

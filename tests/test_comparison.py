@@ -7,6 +7,7 @@ import pytest
 
 from app.settings import Settings
 from nodes.final import answer_from_rows, fallback_answer
+from nodes.sufficiency import check_sufficiency
 from tools.comparison import Date, as_tool, compare_dates, comparison_options, parse_date
 from tools.decision import Calibration, DecisionModel
 
@@ -193,3 +194,16 @@ def test_the_fallback_reads_the_rows_it_has_when_they_decide_nothing() -> None:
     )
     assert "Who is the spouse of Anne Gust Brown? Jerry Brown" in gateway.seen
     assert update["answer"] == "Pat Brown" and update["answer_passage_ids"] == [7]
+
+
+def test_a_date_comparison_is_sufficient_exactly_when_the_rule_can_compare() -> None:
+    question = "Which film has the director born first, The Inside Man or Dog's Heart?"
+    one_side = rows(*BRIDGE[:3])
+    state = {"question": question, "qa_table": one_side, "sub_question": BRIDGE[2][0], "hop": 3}
+    # The DM is never asked: a DM with every kind switched off would say no to both.
+    dm = DecisionModel(gateway=None, embedder=None, calibration=OFF)
+    update = check_sufficiency(state, _Runtime(), dm=dm)  # type: ignore[arg-type]
+    assert update["sufficient"] is False and update["decisions"][0]["backend"] == "rule"
+    state = {**state, "qa_table": rows(*BRIDGE), "sub_question": BRIDGE[3][0], "hop": 4}
+    update = check_sufficiency(state, _Runtime(), dm=dm)  # type: ignore[arg-type]
+    assert update["sufficient"] is True and update["decisions"][0]["p_yes"] == 1.0

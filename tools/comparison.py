@@ -7,7 +7,9 @@ is older, with or without a worked reasoning line. Comparing two dates is arithm
 so it belongs to code, the way an agent hands arithmetic to a tool. The rule answers
 only when everything is unambiguous (two options, a direction word, one date per option
 reached through the table's rows, dates that differ at the precision both give);
-otherwise it returns None and the LLM answers as before.
+otherwise it returns None and the LLM answers as before. For the same reason the
+sufficiency of a QA table for a date comparison is the rule's to judge: it holds both
+dates or it does not (`is_date_comparison`).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from langchain_core.tools import BaseTool, StructuredTool
 from app.metrics import normalize_answer
 from app.settings import COMPARISON_CHAIN_HOPS, COMPARISON_MAX_DATE_WORDS
 
+RULE = "rule"  # the backend name a decision made by this rule is traced with
 # "..., A or B?" and "... out of A and B?"
 _OPTIONS = (
     re.compile(r",\s*(?P<a>.+?)\s+or\s+(?P<b>.+?)\s*\??\s*$", re.IGNORECASE),
@@ -165,6 +168,12 @@ def option_date(
                     found.setdefault(str(date), (date, [*path, row]))
         frontier = reached
     return next(iter(found.values())) if len(found) == 1 else None
+
+
+def is_date_comparison(question: str) -> bool:
+    """A "which one, A or B?" question with a direction the rule can compare in."""
+    parsed = comparison_options(question)
+    return parsed is not None and direction(parsed[0]) is not None
 
 
 def compare_dates(question: str, rows: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
