@@ -193,6 +193,8 @@ def _summarise_update(update: Any) -> dict[str, Any]:
             view[key] = value
         elif isinstance(value, list):
             view[key] = value[:20]
+        elif isinstance(value, dict):  # cache hits, expansions, comparisons: JSON already
+            view[key] = value
     return view
 
 

@@ -258,3 +258,15 @@ def test_a_run_signature_names_the_decision_model_that_judged() -> None:
     assert "trained_dm=off" in deft_signature(off) and "trained_dm=off" in chainrag_signature(off)
     assert "trained_dm=off" not in deft_signature(on)  # the dm.json digest, or none
     assert deft_signature(on) != deft_signature(off)
+
+
+def test_the_trace_keeps_what_a_step_found() -> None:
+    from app.evaluation import _summarise_update
+
+    comparison = {"answer": "B", "dates": {"A": "1934", "B": "1914"}, "passage_ids": [1]}
+    update = {"answer": "B", "comparison": comparison, "passages": [{"id": 3, "text": "x"}]}
+    assert _summarise_update(update) == {
+        "answer": "B",
+        "comparison": comparison,
+        "passage_ids": [3],
+    }
