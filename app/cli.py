@@ -253,8 +253,8 @@ def _print_step(node: str, update: Any, err: bool = True) -> None:
             f'"{r["sub_question"]}" ({r["reason"]})' for r in update["rejected"]
         )
     if update.get("comparison"):
-        dates = update["comparison"]["dates"]
-        shown["compared"] = " vs ".join(f"{name} {date}" for name, date in dates.items())
+        values = update["comparison"]["values"]
+        shown["compared"] = " vs ".join(f"{name} {value}" for name, value in values.items())
     if update.get("plan"):
         shown["plan"] = update["plan"]
     if update.get("gathered"):

@@ -13,14 +13,15 @@ from graph.state import DeftState
 from nodes.answer import answered, clean_answer, read_passages
 from nodes.relevance import judge_relevance
 from prompts import format_passages, format_qa_table, load_prompt
-from tools.comparison import compare_dates
+from tools.comparison import compare_dates, same_value
 from tools.decision import DecisionModel
 from tools.retriever import Retriever
 
 
 def decide_comparison(question: str, rows: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
-    """The final-answer update when the rows decide a date comparison, else None."""
-    comparison = compare_dates(question, rows)
+    """The final-answer update when the rows decide a comparison by rule (which date is
+    earlier; whether two chains end in the same answer), else None."""
+    comparison = compare_dates(question, rows) or same_value(question, rows)
     if comparison is None:
         return None
     return {

@@ -18,6 +18,7 @@ from app.llm import LLMGateway
 from app.settings import MAX_QUESTION_COVERAGE, SUB_QUESTION_TOKENS, WRITER_EXAMPLES
 from graph.state import DeftState
 from prompts import load_prompt
+from tools.comparison import missing_dates
 from tools.examples import ExampleBank, render_steps
 from tools.qa_cache import normalise_question
 
@@ -96,9 +97,11 @@ def write_sub_question(
     sub_question = clean_sub_question(gateway.invoke(messages, max_tokens=SUB_QUESTION_TOKENS))
     rejected = []
     reason = rejection(sub_question, state)
-    if reason:  # one more try, told why
+    if reason:  # one more try, told why (and, for a date comparison, what is missing)
         rejected.append({"sub_question": sub_question, "reason": reason})
-        retry = [*messages, AIMessage(sub_question), HumanMessage(reason)]
+        missing = missing_dates(state["question"], table)
+        hint = f"{reason} Still unknown: {missing}." if missing else reason
+        retry = [*messages, AIMessage(sub_question), HumanMessage(hint)]
         sub_question = clean_sub_question(gateway.invoke(retry, max_tokens=SUB_QUESTION_TOKENS))
         reason = rejection(sub_question, state)
         if reason:

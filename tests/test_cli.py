@@ -180,7 +180,7 @@ def test_the_trace_line_of_the_writer_names_refused_sub_questions(capsys) -> Non
 def test_the_trace_line_of_a_rule_decided_comparison_shows_the_dates(capsys) -> None:
     from app.cli import _print_step
 
-    comparison = {"answer": "B", "dates": {"A": "1934", "B": "1914-10-15"}}
+    comparison = {"answer": "B", "values": {"A": "1934", "B": "1914-10-15"}}
     _print_step("fallback_answer", {"answer": "B", "comparison": comparison})
     line = capsys.readouterr().err
     assert line == "[fallback_answer] answer=B  compared=A 1934 vs B 1914-10-15\n"

@@ -7,8 +7,17 @@ import pytest
 
 from app.settings import Settings
 from nodes.final import answer_from_rows, fallback_answer
+from nodes.sub_question import write_sub_question
 from nodes.sufficiency import check_sufficiency
-from tools.comparison import Date, as_tool, compare_dates, comparison_options, parse_date
+from tools.comparison import (
+    Date,
+    as_tool,
+    compare_dates,
+    comparison_options,
+    missing_dates,
+    parse_date,
+    same_value,
+)
 from tools.decision import Calibration, DecisionModel
 
 BRIDGE = [
@@ -70,7 +79,7 @@ def test_a_bridge_comparison_follows_the_rows_to_each_date() -> None:
         table,
     )
     assert older is not None and older["answer"] == "Dog'S Heart"
-    assert older["dates"] == {"The Inside Man (Film)": "1934", "Dog'S Heart": "1914-10-15"}
+    assert older["values"] == {"The Inside Man (Film)": "1934", "Dog'S Heart": "1914-10-15"}
     assert older["passage_ids"] == [1, 2, 3, 4]
     later = compare_dates(
         "Which film has the director born later, The Inside Man or Dog's Heart?", table
@@ -136,7 +145,7 @@ class _Runtime:
 def test_final_answer_nodes_decide_by_rule_without_reading() -> None:
     question = "Which film has the director born first, The Inside Man or Dog's Heart?"
     update = answer_from_rows(_NoLLM(), question, rows(*BRIDGE))  # type: ignore[arg-type]
-    assert update["answer"] == "Dog's Heart" and update["comparison"]["dates"]
+    assert update["answer"] == "Dog's Heart" and update["comparison"]["values"]
     state = {"question": question, "qa_table": rows(*BRIDGE), "hop": 4}
     fallback = fallback_answer(
         state,  # type: ignore[arg-type]
@@ -207,3 +216,95 @@ def test_a_date_comparison_is_sufficient_exactly_when_the_rule_can_compare() -> 
     state = {**state, "qa_table": rows(*BRIDGE), "sub_question": BRIDGE[3][0], "hop": 4}
     update = check_sufficiency(state, _Runtime(), dm=dm)  # type: ignore[arg-type]
     assert update["sufficient"] is True and update["decisions"][0]["p_yes"] == 1.0
+
+
+def test_a_row_naming_both_options_lends_its_answer_to_neither() -> None:
+    question = "Which film has the director died earlier, Kanchana Sita or Ghost Of The China Sea?"
+    table = rows(
+        ("Who directed Kanchana Sita?", "G. Aravindan", 1),
+        ("When did G. Aravindan die?", "15 March 1991", 2),
+        (
+            "Which film has the director who died later, Kanchana Sita or Ghost Of The China Sea?",
+            "Kanchana Sita",
+            3,
+        ),
+        ("Who directed Ghost Of The China Sea?", "Fred F. Sears", 4),
+        ("When did Fred F. Sears die?", "November 30, 1957", 5),
+    )
+    decided = compare_dates(question, table)
+    assert decided is not None and decided["answer"] == "Ghost Of The China Sea"
+    assert decided["passage_ids"] == [1, 2, 4, 5]
+
+
+def test_what_a_date_comparison_still_lacks() -> None:
+    question = "Which film has the director born later, South American George or Getting In?"
+    table = rows(
+        ("Who directed South American George?", "Marcel Varnel", 1),
+        ("Where was Marcel Varnel born?", "Paris", 2),
+        ("Who directed Getting In?", "Doug Liman", 3),
+    )
+    assert missing_dates(question, table) == "when Marcel Varnel was born; when Doug Liman was born"
+    assert missing_dates(question, []) == (
+        "when South American George was born; when Getting In was born"
+    )
+    decided = "Which film has the director born first, The Inside Man or Dog's Heart?"
+    assert missing_dates(decided, rows(*BRIDGE)) == ""
+    assert missing_dates("Where was Doug Liman born?", table) == ""
+
+
+def test_the_writer_is_told_what_a_comparison_lacks_when_it_repeats_itself() -> None:
+    question = "Which film has the director born later, South American George or Getting In?"
+    table = rows(("Who directed Getting In?", "Doug Liman", 3))
+    writer = _ScriptedWriter("Who directed Getting In?", "When was Doug Liman born?")
+    update = write_sub_question(
+        {"question": question, "qa_table": table, "hop": 1},  # type: ignore[arg-type]
+        gateway=writer,  # type: ignore[arg-type]
+        examples=_NoExamples(),  # type: ignore[arg-type]
+    )
+    assert update["sub_question"] == "When was Doug Liman born?"
+    assert writer.last.endswith(
+        "Still unknown: when South American George was born; when Doug Liman was born."
+    )
+
+
+@pytest.mark.parametrize(
+    ("table", "answer"),
+    [
+        (
+            [
+                ("Who directed Afrika?", "Alberto Cavallone", 1),
+                ("Who directed Man From The Deep River?", "Umberto Lenzi", 2),
+                ("What is the nationality of Alberto Cavallone?", "Italian", 3),
+                ("What is the nationality of Umberto Lenzi?", "Italian", 4),
+            ],
+            "yes",
+        ),
+        # Different words are left to the LLM: they may still name the same country.
+        ([("Where is Ann Lake?", "Italy", 1), ("Where is Bo Hill?", "Italian Republic", 2)], None),
+        # Only one side known.
+        ([("Who directed Afrika?", "Alberto Cavallone", 1)], None),
+    ],
+)
+def test_same_answer_questions(table: list[tuple[str, str, int]], answer: str | None) -> None:
+    question = (
+        "Do both films, Afrika and Man From The Deep River, have directors from the same country?"
+    )
+    decided = same_value(question, rows(*table))
+    assert (decided or {}).get("answer") == answer
+    assert same_value("Who directed Afrika, the film?", rows(*table)) is None
+
+
+class _ScriptedWriter:
+    """Writes the given sub-questions, one per call, and keeps the last message it saw."""
+
+    def __init__(self, *replies: str) -> None:
+        self.replies, self.last = list(replies), ""
+
+    def invoke(self, messages: list, max_tokens: int | None = None) -> str:
+        self.last = messages[-1].content
+        return self.replies.pop(0)
+
+
+class _NoExamples:
+    def render(self, question: str, k: int) -> str:
+        return ""

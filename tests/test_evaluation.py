@@ -263,7 +263,7 @@ def test_a_run_signature_names_the_decision_model_that_judged() -> None:
 def test_the_trace_keeps_what_a_step_found() -> None:
     from app.evaluation import _summarise_update
 
-    comparison = {"answer": "B", "dates": {"A": "1934", "B": "1914"}, "passage_ids": [1]}
+    comparison = {"answer": "B", "values": {"A": "1934", "B": "1914"}, "passage_ids": [1]}
     update = {"answer": "B", "comparison": comparison, "passages": [{"id": 3, "text": "x"}]}
     assert _summarise_update(update) == {
         "answer": "B",

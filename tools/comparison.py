@@ -63,6 +63,7 @@ _YEAR = re.compile(r"\b(1\d{3}|20\d{2})\b")
 _ISO = re.compile(r"\b(1\d{3}|20\d{2})-(\d{1,2})-(\d{1,2})\b")
 _DAY = re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)?\b")
 _PARENTHESIS = re.compile(r"\s*\([^)]*\)")
+_YES_NO_OPENERS = {"are", "is", "do", "does", "did", "were", "was", "have", "has"}
 
 
 @dataclass(frozen=True)
@@ -146,25 +147,36 @@ def _mentions(question: str, name: str) -> bool:
     )
 
 
+def _about(row: dict[str, Any], wanted_event: str) -> bool:
+    """The row asks about the wanted event itself ("Where was X born?" for a birth date):
+    its answer is no further link in the chain, and its subject is the one to date."""
+    return bool(wanted_event) and event(row["sub_question"]) == wanted_event
+
+
 def option_date(
-    option: str, rows: Sequence[dict[str, Any]], wanted_event: str
+    option: str,
+    rows: Sequence[dict[str, Any]],
+    wanted_event: str,
+    skip: Sequence[dict[str, Any]] = (),
 ) -> tuple[Date, list[dict[str, Any]]] | None:
     """The one date the table gives for an option: follow rows from those that name the
     option through the answers they give ("Who directed A?" -> "When was <director>
     born?"), at most COMPARISON_CHAIN_HOPS rows deep, and keep the dates of rows about
-    the wanted event. None when there is no such date, or more than one."""
+    the wanted event. Rows in `skip` are not followed. None when there is no such date,
+    or more than one."""
     found: dict[str, tuple[Date, list[dict[str, Any]]]] = {}
     frontier: list[tuple[str, list[dict[str, Any]]]] = [(option, [])]
     for _ in range(COMPARISON_CHAIN_HOPS):
         reached: list[tuple[str, list[dict[str, Any]]]] = []
         for name, path in frontier:
             for row in rows:
-                if row in path or not _mentions(row["sub_question"], name):
+                if row in path or row in skip or not _mentions(row["sub_question"], name):
                     continue
                 date = parse_date(row["answer"])
                 if date is None:
-                    reached.append((row["answer"], [*path, row]))
-                elif not wanted_event or event(row["sub_question"]) == wanted_event:
+                    if not _about(row, wanted_event):
+                        reached.append((row["answer"], [*path, row]))
+                elif not wanted_event or _about(row, wanted_event):
                     found.setdefault(str(date), (date, [*path, row]))
         frontier = reached
     return next(iter(found.values())) if len(found) == 1 else None
@@ -186,7 +198,10 @@ def compare_dates(question: str, rows: Sequence[dict[str, Any]]) -> dict[str, An
     sign, wanted = direction(asked), event(asked)
     if sign is None:
         return None
-    dated = [option_date(option, rows, wanted) for option in options]
+    # A row naming both options is about the comparison itself ("Which film has the
+    # director who died later, A or B?" -> A): it would lend A's date to B.
+    both = [r for r in rows if all(_mentions(r["sub_question"], o) for o in options)]
+    dated = [option_date(option, rows, wanted, both) for option in options]
     if dated[0] is None or dated[1] is None:
         return None
     order = dated[0][0].order(dated[1][0])
@@ -195,9 +210,76 @@ def compare_dates(question: str, rows: Sequence[dict[str, Any]]) -> dict[str, An
     winner = 0 if order == sign else 1
     return {
         "answer": options[winner],
-        "dates": {option: str(d[0]) for option, d in zip(options, dated, strict=True)},
+        "values": {option: str(d[0]) for option, d in zip(options, dated, strict=True)},
         "rows": [row["sub_question"] for d in dated for row in d[1]],
         "passage_ids": sorted({pid for d in dated for row in d[1] for pid in row["passage_ids"]}),
+    }
+
+
+def _follow(
+    name: str, rows: Sequence[dict[str, Any]], wanted_event: str, skip: Sequence[dict[str, Any]]
+) -> list[str]:
+    """Where the rows lead from a name: the answers no further row asks about (the name
+    itself when no row names it), at most COMPARISON_CHAIN_HOPS rows deep."""
+    ends, frontier = [], [name]
+    for _ in range(COMPARISON_CHAIN_HOPS):
+        reached = []
+        for current in frontier:
+            nxt = [
+                r["answer"]
+                for r in rows
+                if r not in skip
+                and not _about(r, wanted_event)
+                and _mentions(r["sub_question"], current)
+            ]
+            reached += nxt
+            ends += [] if nxt else [current]
+        frontier = reached
+    return list(dict.fromkeys(ends + frontier))
+
+
+def missing_dates(question: str, rows: Sequence[dict[str, Any]]) -> str:
+    """What a date comparison still lacks, in words for the sub-question writer ("when
+    Doug Liman was born"); empty when it lacks nothing or is no date comparison."""
+    parsed = comparison_options(question)
+    if parsed is None or direction(parsed[0]) is None:
+        return ""
+    asked, options = parsed
+    wanted = event(asked)
+    both = [r for r in rows if all(_mentions(r["sub_question"], o) for o in options)]
+    lacking = []
+    for option in options:
+        if option_date(option, rows, wanted, both) is None:
+            lacking += [e for e in _follow(option, rows, wanted, both) if parse_date(e) is None]
+    form = {"birth": "when {} was born", "death": "when {} died"}.get(wanted, "the date of {}")
+    return "; ".join(form.format(name) for name in dict.fromkeys(lacking))
+
+
+def same_value(question: str, rows: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    """ "yes" to a "do A and B share the same ...?" question when the table's two chains
+    end in the same answer ("Who directed A?" -> X, "What is the nationality of X?" ->
+    Italian, and the same for B). Different answers are left to the LLM: "Italy" and
+    "Italian" differ in words, not in fact."""
+    words = normalize_answer(question).split()
+    if "same" not in words or words[0] not in _YES_NO_OPENERS:
+        return None
+    leaves = [
+        row
+        for row in rows
+        if not any(
+            _mentions(other["sub_question"], row["answer"]) for other in rows if other is not row
+        )
+    ]
+    if len(leaves) != 2:
+        return None
+    values = [normalize_answer(row["answer"]) for row in leaves]
+    if not values[0] or values[0] != values[1]:
+        return None
+    return {
+        "answer": "yes",
+        "values": {row["sub_question"]: row["answer"] for row in leaves},
+        "rows": [row["sub_question"] for row in rows],
+        "passage_ids": sorted({pid for row in rows for pid in row["passage_ids"]}),
     }
 
 
