@@ -4,6 +4,7 @@ end-to-end run on the sample corpus with the real embedded model."""
 from __future__ import annotations
 
 import pytest
+from stubs import Runtime
 
 from app.resources import Resources
 from app.settings import Settings
@@ -12,11 +13,6 @@ from graph.state import ChainStep
 from nodes.decompose import parse_plan
 from nodes.integrate import route_after_chain_step
 from nodes.rewrite import known_facts, substitute_answers
-
-
-class _Runtime:
-    def __init__(self, settings: Settings) -> None:
-        self.context = settings
 
 
 def _row(question: str, answer: str, sentence_ids: list[int] | None = None) -> ChainStep:
@@ -45,7 +41,7 @@ def test_references_are_filled_with_earlier_answers() -> None:
 
 
 def test_routing_loops_over_the_plan_then_integrates() -> None:
-    answer, context = _Runtime(Settings()), _Runtime(Settings(chain_integration="context"))
+    answer, context = Runtime(Settings()), Runtime(Settings(chain_integration="context"))
     state = {"plan": ["a?", "b?"], "step": 1}
     assert route_after_chain_step(state, answer) == "rewrite_chain_question"
     assert route_after_chain_step({**state, "step": 2}, answer) == "integrate_answers"

@@ -4,8 +4,8 @@ to the LLM, and how the final-answer nodes use them."""
 from __future__ import annotations
 
 import pytest
+from stubs import NoExamples, Runtime, ScriptedWriter
 
-from app.settings import Settings
 from nodes.final import answer_from_rows, fallback_answer
 from nodes.sub_question import write_sub_question
 from nodes.sufficiency import check_sufficiency
@@ -138,10 +138,6 @@ class _NoLLM:
         raise AssertionError("a comparison the table decides needs no LLM call")
 
 
-class _Runtime:
-    context = Settings()
-
-
 def test_final_answer_nodes_decide_by_rule_without_reading() -> None:
     question = "Which film has the director born first, The Inside Man or Dog's Heart?"
     update = answer_from_rows(_NoLLM(), question, rows(*BRIDGE))  # type: ignore[arg-type]
@@ -149,7 +145,7 @@ def test_final_answer_nodes_decide_by_rule_without_reading() -> None:
     state = {"question": question, "qa_table": rows(*BRIDGE), "hop": 4}
     fallback = fallback_answer(
         state,  # type: ignore[arg-type]
-        _Runtime(),  # type: ignore[arg-type]
+        Runtime(),  # type: ignore[arg-type]
         retriever=None,  # type: ignore[arg-type]
         dm=None,  # type: ignore[arg-type]
         gateway=_NoLLM(),  # type: ignore[arg-type]
@@ -196,7 +192,7 @@ def test_the_fallback_reads_the_rows_it_has_when_they_decide_nothing() -> None:
     }
     update = fallback_answer(
         state,  # type: ignore[arg-type]
-        _Runtime(),  # type: ignore[arg-type]
+        Runtime(),  # type: ignore[arg-type]
         retriever=_NoPassages(),  # type: ignore[arg-type]
         dm=DecisionModel(gateway=None, embedder=None, calibration=OFF),  # type: ignore[arg-type]
         gateway=gateway,  # type: ignore[arg-type]
@@ -211,10 +207,10 @@ def test_a_date_comparison_is_sufficient_exactly_when_the_rule_can_compare() -> 
     state = {"question": question, "qa_table": one_side, "sub_question": BRIDGE[2][0], "hop": 3}
     # The DM is never asked: a DM with every kind switched off would say no to both.
     dm = DecisionModel(gateway=None, embedder=None, calibration=OFF)
-    update = check_sufficiency(state, _Runtime(), dm=dm)  # type: ignore[arg-type]
+    update = check_sufficiency(state, Runtime(), dm=dm)  # type: ignore[arg-type]
     assert update["sufficient"] is False and update["decisions"][0]["backend"] == "rule"
     state = {**state, "qa_table": rows(*BRIDGE), "sub_question": BRIDGE[3][0], "hop": 4}
-    update = check_sufficiency(state, _Runtime(), dm=dm)  # type: ignore[arg-type]
+    update = check_sufficiency(state, Runtime(), dm=dm)  # type: ignore[arg-type]
     assert update["sufficient"] is True and update["decisions"][0]["p_yes"] == 1.0
 
 
@@ -255,11 +251,11 @@ def test_what_a_date_comparison_still_lacks() -> None:
 def test_the_writer_is_told_what_a_comparison_lacks_when_it_repeats_itself() -> None:
     question = "Which film has the director born later, South American George or Getting In?"
     table = rows(("Who directed Getting In?", "Doug Liman", 3))
-    writer = _ScriptedWriter("Who directed Getting In?", "When was Doug Liman born?")
+    writer = ScriptedWriter("Who directed Getting In?", "When was Doug Liman born?")
     update = write_sub_question(
         {"question": question, "qa_table": table, "hop": 1},  # type: ignore[arg-type]
         gateway=writer,  # type: ignore[arg-type]
-        examples=_NoExamples(),  # type: ignore[arg-type]
+        examples=NoExamples(),  # type: ignore[arg-type]
     )
     assert update["sub_question"] == "When was Doug Liman born?"
     assert writer.last.endswith(
@@ -292,19 +288,3 @@ def test_same_answer_questions(table: list[tuple[str, str, int]], answer: str | 
     decided = same_value(question, rows(*table))
     assert (decided or {}).get("answer") == answer
     assert same_value("Who directed Afrika, the film?", rows(*table)) is None
-
-
-class _ScriptedWriter:
-    """Writes the given sub-questions, one per call, and keeps the last message it saw."""
-
-    def __init__(self, *replies: str) -> None:
-        self.replies, self.last = list(replies), ""
-
-    def invoke(self, messages: list, max_tokens: int | None = None) -> str:
-        self.last = messages[-1].content
-        return self.replies.pop(0)
-
-
-class _NoExamples:
-    def render(self, question: str, k: int) -> str:
-        return ""

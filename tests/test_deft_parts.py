@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from stubs import NoExamples, Runtime, ScriptedWriter
 
 from app.settings import Settings
 from graph.deft import (
@@ -47,11 +48,6 @@ def test_keep_rules(scores: list[float], expected: list[int]) -> None:
     assert [p["id"] for p in kept] == expected
 
 
-class _Runtime:
-    def __init__(self, settings: Settings) -> None:
-        self.context = settings
-
-
 def test_routing() -> None:
     assert route_after_direct_check({"direct": True}) == "answer_directly"
     assert route_after_direct_check({"direct": False}) == "write_sub_question"
@@ -59,7 +55,7 @@ def test_routing() -> None:
     assert route_after_cache({"cache_hit": None}) == "retrieve_for_sub_question"
     assert route_after_sub_question({"sub_question": "Who?"}) == "guard_self_contained"
     assert route_after_sub_question({"sub_question": ""}) == "fallback_answer"
-    runtime = _Runtime(Settings(max_steps=3))
+    runtime = Runtime(Settings(max_steps=3))
     assert route_after_sufficiency({"sufficient": True, "hop": 3}, runtime) == (
         "answer_from_qa_table"
     )
@@ -205,36 +201,21 @@ def test_sub_question_rejections() -> None:
     )
 
 
-class _ScriptedWriter:
-    """A chat model that writes the given sub-questions, one per call."""
-
-    def __init__(self, *replies: str) -> None:
-        self.replies = list(replies)
-
-    def invoke(self, messages: object, max_tokens: int) -> str:
-        return self.replies.pop(0)
-
-
-class _NoExamples:
-    def render(self, question: str, k: int) -> str:
-        return ""
-
-
 def test_the_trace_shows_which_sub_questions_were_refused_and_why() -> None:
     state = {"question": "Who is the paternal grandfather of Fakhr al-Dawla?", "hop": 0}
     whole = "Who was Fakhr al-Dawla's paternal grandfather?"
     retried = write_sub_question(
         state,  # type: ignore[arg-type]
-        gateway=_ScriptedWriter(whole, "Who is the father of Fakhr al-Dawla?"),  # type: ignore[arg-type]
-        examples=_NoExamples(),  # type: ignore[arg-type]
+        gateway=ScriptedWriter(whole, "Who is the father of Fakhr al-Dawla?"),  # type: ignore[arg-type]
+        examples=NoExamples(),  # type: ignore[arg-type]
     )
     assert retried["sub_question"] == "Who is the father of Fakhr al-Dawla?"
     assert [r["sub_question"] for r in retried["rejected"]] == [whole]
     assert "whole question" in retried["rejected"][0]["reason"]
     gave_up = write_sub_question(
         state,  # type: ignore[arg-type]
-        gateway=_ScriptedWriter(whole, whole),  # type: ignore[arg-type]
-        examples=_NoExamples(),  # type: ignore[arg-type]
+        gateway=ScriptedWriter(whole, whole),  # type: ignore[arg-type]
+        examples=NoExamples(),  # type: ignore[arg-type]
     )
     assert gave_up["sub_question"] == "" and len(gave_up["rejected"]) == 2
 

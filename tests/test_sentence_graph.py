@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from stubs import Runtime
 
 from app.graph_build import GRAPH_FILE, VECTORS_FILE, adjacency_edges, entity_edges, key_entities
 from app.indexing import build_index
@@ -111,22 +112,17 @@ def test_an_index_without_a_graph_gives_no_graph(
     assert SentenceGraph.open(CorpusIndex(copy), embedder, None) is None
 
 
-class _Runtime:
-    def __init__(self, settings: Settings) -> None:
-        self.context = settings
-
-
 def test_deft_expands_when_a_step_finds_nothing(
     settings: Settings, sample_index: str, embedder, ner, trained_dm
 ) -> None:
     graph = _graph(settings, sample_index, embedder, ner, trained_dm)
-    runtime = _Runtime(settings)
+    runtime = Runtime(settings)
     base = {"sub_question": "Which river flows through Brisk Hollow?", "hop": 2}
     nothing = {**base, "relevant_found": False, "sub_answer": ""}
     # Nothing relevant retrieved: expand before reading, so the step reads once.
     assert route_after_filter(nothing, runtime, graph_available=True) == "expand_from_graph"
     assert route_after_filter(nothing, runtime, graph_available=False) == "answer_sub_question"
-    off = _Runtime(settings.with_overrides(graph_expansion=False))
+    off = Runtime(settings.with_overrides(graph_expansion=False))
     assert route_after_filter(nothing, off, graph_available=True) == "answer_sub_question"
     relevant = {**base, "relevant_found": True, "sub_answer": ""}
     assert route_after_filter(relevant, runtime, graph_available=True) == "answer_sub_question"
