@@ -115,7 +115,7 @@ class DeftState(TurnState, total=False):
     passages: Annotated[list[dict[str, Any]], merge_passages]
     answer: str
     answer_passage_ids: list[int]
-    comparison: dict[str, Any] | None  # a date comparison decided by rule from the table
+    comparison: dict[str, Any] | None  # a comparison decided by rule from the table
 
 
 class ChainStep(TypedDict):
@@ -142,4 +142,4 @@ class ChainState(TurnState, total=False):
     passages: Annotated[list[dict[str, Any]], merge_passages]
     answer: str
     answer_passage_ids: list[int]
-    comparison: dict[str, Any] | None  # a date comparison decided by rule from the chain
+    comparison: dict[str, Any] | None  # a comparison decided by rule from the chain

@@ -35,8 +35,8 @@ def answer_from_rows(
     gateway: LLMGateway, question: str, rows: Sequence[dict[str, Any]]
 ) -> dict[str, Any]:
     """LLM_fin: the answer from sub-questions and their answers alone, supported by the
-    passages behind them (DeFT's QA table, ChainRAG's AnsInt). A date comparison the
-    rows decide is answered by rule, without the LLM (tools/comparison.py)."""
+    passages behind them (DeFT's QA table, ChainRAG's AnsInt). A comparison the rows
+    decide is answered by rule, without the LLM (tools/comparison.py)."""
     decided = decide_comparison(question, rows)
     if decided:
         return decided

@@ -153,61 +153,94 @@ def _about(row: dict[str, Any], wanted_event: str) -> bool:
     return bool(wanted_event) and event(row["sub_question"]) == wanted_event
 
 
-def option_date(
-    option: str,
-    rows: Sequence[dict[str, Any]],
-    wanted_event: str,
-    skip: Sequence[dict[str, Any]] = (),
-) -> tuple[Date, list[dict[str, Any]]] | None:
-    """The one date the table gives for an option: follow rows from those that name the
-    option through the answers they give ("Who directed A?" -> "When was <director>
-    born?"), at most COMPARISON_CHAIN_HOPS rows deep, and keep the dates of rows about
-    the wanted event. Rows in `skip` are not followed. None when there is no such date,
-    or more than one."""
-    found: dict[str, tuple[Date, list[dict[str, Any]]]] = {}
-    frontier: list[tuple[str, list[dict[str, Any]]]] = [(option, [])]
-    for _ in range(COMPARISON_CHAIN_HOPS):
-        reached: list[tuple[str, list[dict[str, Any]]]] = []
-        for name, path in frontier:
-            for row in rows:
-                if row in path or row in skip or not _mentions(row["sub_question"], name):
-                    continue
-                date = parse_date(row["answer"])
-                if date is None:
-                    if not _about(row, wanted_event):
-                        reached.append((row["answer"], [*path, row]))
-                elif not wanted_event or _about(row, wanted_event):
-                    found.setdefault(str(date), (date, [*path, row]))
-        frontier = reached
-    return next(iter(found.values())) if len(found) == 1 else None
+@dataclass(frozen=True)
+class DateComparison:
+    """A "which one, A or B?" question the rule can compare in: its two options, which
+    date wins (-1: the earlier, 1: the later) and the event compared ('' for any)."""
+
+    options: tuple[str, str]
+    sign: int
+    event: str
+
+    def naming_both(self, rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Rows about the comparison itself ("Which film has the director who died later,
+        A or B?" -> A): followed, they would lend A's date to B."""
+        return [r for r in rows if all(_mentions(r["sub_question"], o) for o in self.options)]
+
+
+def parse_comparison(question: str) -> DateComparison | None:
+    parsed = comparison_options(question)
+    if parsed is None:
+        return None
+    asked, options = parsed  # cue words are read outside the options: "The Last Hunt"
+    sign = direction(asked)
+    return None if sign is None else DateComparison(options, sign, event(asked))
 
 
 def is_date_comparison(question: str) -> bool:
     """A "which one, A or B?" question with a direction the rule can compare in."""
-    parsed = comparison_options(question)
-    return parsed is not None and direction(parsed[0]) is not None
+    return parse_comparison(question) is not None
+
+
+@dataclass
+class _Chain:
+    """What the rows give for one option: the dates found (each with the rows that led
+    to it) and the names reached that no further row leads on from."""
+
+    dates: dict[str, tuple[Date, list[dict[str, Any]]]]
+    ends: list[str]
+
+    def date(self) -> tuple[Date, list[dict[str, Any]]] | None:
+        """The one date, or None when there is none or more than one."""
+        return next(iter(self.dates.values())) if len(self.dates) == 1 else None
+
+
+def _chain(
+    option: str, rows: Sequence[dict[str, Any]], wanted_event: str, skip: Sequence[dict[str, Any]]
+) -> _Chain:
+    """Follow rows from those that name the option through the answers they give ("Who
+    directed A?" -> "When was <director> born?"), at most COMPARISON_CHAIN_HOPS rows
+    deep, keeping the dates of rows about the wanted event. Rows in `skip` are not
+    followed."""
+    dates: dict[str, tuple[Date, list[dict[str, Any]]]] = {}
+    ends: list[str] = []
+    frontier: list[tuple[str, list[dict[str, Any]]]] = [(option, [])]
+    for _ in range(COMPARISON_CHAIN_HOPS):
+        reached: list[tuple[str, list[dict[str, Any]]]] = []
+        for name, path in frontier:
+            leads_on = False
+            for row in rows:
+                if row in path or row in skip or not _mentions(row["sub_question"], name):
+                    continue
+                about = _about(row, wanted_event)
+                leads_on = leads_on or not about
+                date = parse_date(row["answer"])
+                if date is None:
+                    if not about:
+                        reached.append((row["answer"], [*path, row]))
+                elif not wanted_event or about:
+                    dates.setdefault(str(date), (date, [*path, row]))
+            if not leads_on:
+                ends.append(name)
+        frontier = reached
+    return _Chain(dates, list(dict.fromkeys([*ends, *(name for name, _ in frontier)])))
 
 
 def compare_dates(question: str, rows: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
     """The option a date-comparison question asks for, from the QA table alone, with the
     dates and rows that decide it; None when the rule cannot decide."""
-    parsed = comparison_options(question)
-    if parsed is None:
+    comparison = parse_comparison(question)
+    if comparison is None:
         return None
-    asked, options = parsed  # cue words are read outside the options: "The Last Hunt"
-    sign, wanted = direction(asked), event(asked)
-    if sign is None:
-        return None
-    # A row naming both options is about the comparison itself ("Which film has the
-    # director who died later, A or B?" -> A): it would lend A's date to B.
-    both = [r for r in rows if all(_mentions(r["sub_question"], o) for o in options)]
-    dated = [option_date(option, rows, wanted, both) for option in options]
+    both = comparison.naming_both(rows)
+    dated = [_chain(o, rows, comparison.event, both).date() for o in comparison.options]
     if dated[0] is None or dated[1] is None:
         return None
     order = dated[0][0].order(dated[1][0])
     if order is None:
         return None
-    winner = 0 if order == sign else 1
+    options = comparison.options
+    winner = 0 if order == comparison.sign else 1
     return {
         "answer": options[winner],
         "values": {option: str(d[0]) for option, d in zip(options, dated, strict=True)},
@@ -216,42 +249,21 @@ def compare_dates(question: str, rows: Sequence[dict[str, Any]]) -> dict[str, An
     }
 
 
-def _follow(
-    name: str, rows: Sequence[dict[str, Any]], wanted_event: str, skip: Sequence[dict[str, Any]]
-) -> list[str]:
-    """Where the rows lead from a name: the answers no further row asks about (the name
-    itself when no row names it), at most COMPARISON_CHAIN_HOPS rows deep."""
-    ends, frontier = [], [name]
-    for _ in range(COMPARISON_CHAIN_HOPS):
-        reached = []
-        for current in frontier:
-            nxt = [
-                r["answer"]
-                for r in rows
-                if r not in skip
-                and not _about(r, wanted_event)
-                and _mentions(r["sub_question"], current)
-            ]
-            reached += nxt
-            ends += [] if nxt else [current]
-        frontier = reached
-    return list(dict.fromkeys(ends + frontier))
-
-
 def missing_dates(question: str, rows: Sequence[dict[str, Any]]) -> str:
     """What a date comparison still lacks, in words for the sub-question writer ("when
     Doug Liman was born"); empty when it lacks nothing or is no date comparison."""
-    parsed = comparison_options(question)
-    if parsed is None or direction(parsed[0]) is None:
+    comparison = parse_comparison(question)
+    if comparison is None:
         return ""
-    asked, options = parsed
-    wanted = event(asked)
-    both = [r for r in rows if all(_mentions(r["sub_question"], o) for o in options)]
+    both = comparison.naming_both(rows)
     lacking = []
-    for option in options:
-        if option_date(option, rows, wanted, both) is None:
-            lacking += [e for e in _follow(option, rows, wanted, both) if parse_date(e) is None]
-    form = {"birth": "when {} was born", "death": "when {} died"}.get(wanted, "the date of {}")
+    for option in comparison.options:
+        chain = _chain(option, rows, comparison.event, both)
+        if chain.date() is None:
+            lacking += [name for name in chain.ends if parse_date(name) is None]
+    form = {"birth": "when {} was born", "death": "when {} died"}.get(
+        comparison.event, "the date of {}"
+    )
     return "; ".join(form.format(name) for name in dict.fromkeys(lacking))
 
 
