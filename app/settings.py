@@ -97,6 +97,7 @@ DEFT_SETTINGS = (
     "max_kept",
     "max_steps",
     "fallback_k",
+    "fallback_extra",
     "tau_rel",
     "tau_direct",
     "tau_shallow",
@@ -221,7 +222,10 @@ class Settings:
     retrieval: RetrievalMode = field(
         default="fused", metadata={"description": "Retriever: dense, bm25 or fused (RRF)."}
     )
-    top_k: int = field(default=5, metadata={"description": "Passages read by `hoprag ask`."})
+    top_k: int = field(
+        default=5,
+        metadata={"description": "Passages read by the vanilla reader and DeFT's fallback."},
+    )
     # DeFT-RAG (SPEC section 1).
     w: int = field(default=10, metadata={"description": "Passages per retrieval (w)."})
     max_kept: int = field(
@@ -230,6 +234,13 @@ class Settings:
     max_steps: int = field(default=6, metadata={"description": "Sub-question steps (T)."})
     fallback_k: int = field(
         default=20, metadata={"description": "Passages retrieved by the fallback (2w)."}
+    )
+    fallback_extra: int = field(
+        default=2,
+        metadata={
+            "description": "Passages beyond the retrieval top_k that the fallback reads "
+            "when DM_rel passes them."
+        },
     )
     tau_rel: float = field(default=0.5, metadata={"description": "Relevance threshold."})
     tau_direct: float = field(default=0.7, metadata={"description": "Direct-answer threshold."})

@@ -325,6 +325,34 @@ def rewrite_recall() -> str:
     return "\n".join(lines) + "\n"
 
 
+def fallback_keep() -> str:
+    r = _load("fallback_keep")
+    if not r:
+        return ""
+    lines = [
+        "## DeFT fallback: which of the 2w passages to read",
+        "",
+        _header(r),
+        "",
+        f"First {r['n']} dev questions; 2w = 20 fused passages for the whole question, "
+        f"scored by DM_rel (backend `{r['rel_backend']}`). Gold share: mean share of a "
+        "question's gold passages kept; all gold: share of questions with every gold "
+        "passage kept. `vanilla`: retrieval top 5; `steps`: the loop's keep rule; `dm_*`: "
+        "ranked by DM_rel; `retrieval_top5_plus_2_passing`: the retrieval top 5 plus at most "
+        "2 lower-ranked passages with DM_rel >= 0.5 (what the fallback reads).",
+        "",
+        "| benchmark | policy | gold share | all gold | passages | words |",
+        "| --- | --- | ---: | ---: | ---: | ---: |",
+    ]
+    for bench, policies in r["results"].items():
+        for name, v in policies.items():
+            lines.append(
+                f"| {bench} | {name} | {v['gold_share']:.3f} | {v['all_gold']:.3f} | "
+                f"{v['passages']:.2f} | {v['words']:.0f} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
 def dm_calibration() -> str:
     """The decision model's per-kind calibration, fitted on train questions."""
     from tools.decision import CALIBRATION_FILE
@@ -518,6 +546,7 @@ def main() -> None:
         sub_question_recall(),
         graph_build(),
         rewrite_recall(),
+        fallback_keep(),
         evaluations(),
         serve_load(),
     ]

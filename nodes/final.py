@@ -11,7 +11,7 @@ from app.llm import LLMGateway
 from app.settings import Settings
 from graph.state import DeftState
 from nodes.answer import answered, clean_answer, read_passages
-from nodes.relevance import judge_relevance
+from nodes.relevance import keep_for_fallback, score_relevance
 from prompts import format_passages, format_qa_table, load_prompt
 from tools.comparison import compare_dates, same_value
 from tools.decision import DecisionModel
@@ -60,7 +60,8 @@ def fallback_answer(
     gateway: LLMGateway,
 ) -> dict[str, Any]:
     """After T steps, or when the writer has nothing new to ask: retrieve 2w passages for
-    Q, keep the relevant ones, and answer Q from them in one call. The rows the QA table
+    Q, read the retrieval top_k plus the lower-ranked ones DM_rel passes, and answer Q from
+    them in one call. The rows the QA table
     holds by then are shown too (facts found but judged insufficient would otherwise be
     lost), and a date comparison they decide needs no reading at all."""
     table = state.get("qa_table") or []
@@ -69,8 +70,11 @@ def fallback_answer(
         return decided
     settings = Settings.of(runtime)
     passages = [p.as_dict() for p in retriever.retrieve(state["question"], settings.fallback_k)]
-    kept, decisions = judge_relevance(
+    scores, decisions = score_relevance(
         dm, state["question"], passages, settings, state.get("hop", 0)
+    )
+    kept = keep_for_fallback(
+        passages, scores, settings.tau_rel, settings.top_k, settings.fallback_extra
     )
     if table:
         messages = load_prompt("answer_from_facts_and_passages").format_messages(

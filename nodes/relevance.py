@@ -31,6 +31,37 @@ def keep_relevant(
     return [passages[i] for i in chosen]
 
 
+def keep_for_fallback(
+    passages: Sequence[dict[str, Any]], scores: Sequence[float], tau: float, head: int, extra: int
+) -> list[dict[str, Any]]:
+    """The retrieval top `head`, then at most `extra` lower-ranked passages that pass tau,
+    best first. For the whole multi-hop question DM_rel ranks gold passages worse than
+    retrieval does, but it does pick out bridge passages ranked lower
+    (`python -m bench.fallback_keep`)."""
+    top = list(passages[:head])
+    lower = sorted(
+        ((s, i) for i, s in enumerate(scores) if i >= head and s >= tau), key=lambda t: -t[0]
+    )
+    return top + [passages[i] for _, i in lower[:extra]]
+
+
+def score_relevance(
+    dm: DecisionModel,
+    question: str,
+    passages: Sequence[dict[str, Any]],
+    settings: Settings,
+    step: int,
+) -> tuple[list[float], list[Decision]]:
+    """Score every passage in one batch and record one decision per passage."""
+    scores, seconds = timed(lambda: dm.p_rel(question, passages))
+    share = seconds / max(1, len(passages))
+    decisions = [
+        decide("rel", step, [p["id"]], s, settings.tau_rel, dm.backend("rel"), share)
+        for p, s in zip(passages, scores, strict=True)
+    ]
+    return scores, decisions
+
+
 def judge_relevance(
     dm: DecisionModel,
     question: str,
@@ -38,15 +69,9 @@ def judge_relevance(
     settings: Settings,
     step: int,
 ) -> tuple[list[dict[str, Any]], list[Decision]]:
-    """Score every passage, apply the keep rules, and record one decision per passage."""
-    scores, seconds = timed(lambda: dm.p_rel(question, passages))
-    kept = keep_relevant(passages, scores, settings.tau_rel, settings.max_kept)
-    share = seconds / max(1, len(passages))
-    decisions = [
-        decide("rel", step, [p["id"]], s, settings.tau_rel, dm.backend("rel"), share)
-        for p, s in zip(passages, scores, strict=True)
-    ]
-    return kept, decisions
+    """Score every passage and apply the loop's keep rules."""
+    scores, decisions = score_relevance(dm, question, passages, settings, step)
+    return keep_relevant(passages, scores, settings.tau_rel, settings.max_kept), decisions
 
 
 def filter_relevant(

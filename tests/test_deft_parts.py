@@ -26,7 +26,7 @@ from nodes.answer import echoes_question, is_unknown
 from nodes.guard import has_back_reference
 from nodes.qa_table import update_qa_table
 from nodes.question import take_question
-from nodes.relevance import keep_relevant
+from nodes.relevance import keep_for_fallback, keep_relevant
 from nodes.sub_question import clean_sub_question, rejection, write_sub_question
 from tools.decision import Calibration, DecisionModel, Platt, fit_platt, logit, sigmoid
 from tools.qa_cache import QACache
@@ -45,6 +45,21 @@ PASSAGES = [{"id": i, "title": f"T{i}", "text": "x"} for i in range(6)]
 )
 def test_keep_rules(scores: list[float], expected: list[int]) -> None:
     kept = keep_relevant(PASSAGES, scores, tau=0.5, max_kept=5)
+    assert [p["id"] for p in kept] == expected
+
+
+@pytest.mark.parametrize(
+    ("scores", "expected"),
+    [
+        ([0.0, 0.0, 0.0, 0.1, 0.2, 0.3], [0, 1, 2, 3]),  # retrieval order, even if all fail
+        ([0.9, 0.9, 0.9, 0.9, 0.6, 0.8], [0, 1, 2, 3, 5, 4]),  # passing lower ones, best first
+        ([0.1, 0.1, 0.1, 0.1, 0.4, 0.7], [0, 1, 2, 3, 5]),  # a failing lower one stays out
+    ],
+)
+def test_fallback_keeps_the_retrieval_head_and_relevant_lower_passages(
+    scores: list[float], expected: list[int]
+) -> None:
+    kept = keep_for_fallback(PASSAGES, scores, tau=0.5, head=4, extra=2)
     assert [p["id"] for p in kept] == expected
 
 
