@@ -14,7 +14,7 @@ from app.resources import Resources
 from app.settings import Settings
 from graph.state import DeftState, InputState
 from graph.turn import REPLY, add_turn
-from nodes.answer import answer_sub_question
+from nodes.answer import answer_sub_question, is_unknown
 from nodes.cache import lookup_qa_cache
 from nodes.direct import answer_directly, check_direct_answer
 from nodes.expand import expand_from_graph, expansion_reason
@@ -86,6 +86,13 @@ def route_after_sufficiency(
     return "write_sub_question"
 
 
+def route_after_final_answer(state: DeftState) -> Literal["fallback_answer", "reply"]:
+    """LLM_fin found no answer in a table the DM judged sufficient: the table was not,
+    so read passages for the question with its rows (the fallback) rather than reply
+    "unknown"."""
+    return "fallback_answer" if is_unknown(state.get("answer") or "") else REPLY
+
+
 def build_deft(resources: Resources, checkpointer: Any = None) -> CompiledStateGraph:
     dm, gateway, retriever, cache = (
         resources.dm,
@@ -143,6 +150,6 @@ def build_deft(resources: Resources, checkpointer: Any = None) -> CompiledStateG
     )
     builder.add_edge("update_qa_table", "check_sufficiency")
     builder.add_conditional_edges("check_sufficiency", route_after_sufficiency)
-    builder.add_edge("answer_from_qa_table", REPLY)
+    builder.add_conditional_edges("answer_from_qa_table", route_after_final_answer)
     builder.add_edge("fallback_answer", REPLY)
     return builder.compile(name="deft", checkpointer=checkpointer)

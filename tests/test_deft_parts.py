@@ -18,6 +18,7 @@ from app.settings import Settings
 from graph.deft import (
     route_after_cache,
     route_after_direct_check,
+    route_after_final_answer,
     route_after_sub_question,
     route_after_sufficiency,
 )
@@ -78,6 +79,9 @@ def test_routing() -> None:
         "write_sub_question"
     )
     assert route_after_sufficiency({"sufficient": False, "hop": 3}, runtime) == ("fallback_answer")
+    assert route_after_final_answer({"answer": "Unknown."}) == "fallback_answer"
+    assert route_after_final_answer({"answer": ""}) == "fallback_answer"
+    assert route_after_final_answer({"answer": "Oberlin College"}) == "reply"
 
 
 def test_back_references() -> None:
