@@ -77,10 +77,16 @@ def rejection(sub_question: str, state: DeftState) -> str:
         return "That is not a question. Write the next question."
     if question_coverage(sub_question, state["question"]) >= MAX_QUESTION_COVERAGE:
         return "That repeats the whole question. Ask for one single fact that helps answer it."
-    earlier = [row["sub_question"] for row in state.get("qa_table") or []]
-    earlier += state.get("unanswerable") or []
-    if normalise_question(sub_question) in {normalise_question(q) for q in earlier}:
-        return "That question was already asked. Write a different next question."
+    asked = normalise_question(sub_question)
+    for row in state.get("qa_table") or []:
+        if normalise_question(row["sub_question"]) == asked:
+            # Small writers copy the last step; naming what it found points them onwards.
+            return (
+                f"That question was already answered: {row['answer']}. Write the next "
+                f"simple question the complex question needs, naming {row['answer']}."
+            )
+    if asked in {normalise_question(q) for q in state.get("unanswerable") or []}:
+        return "That question was already asked and found no answer. Ask for a different fact."
     return ""
 
 

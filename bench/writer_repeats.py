@@ -1,0 +1,88 @@
+"""Replay the sub-question writer where a committed DeFT run saw it give up by repeating
+a step it had already answered, with the writer of the current code.
+
+    .venv/bin/python -m bench.writer_repeats RUN [RUN ...]
+
+RUN is a folder under bench/results/eval or bench/results/archive (or a path). For each
+write step whose sub-question was refused twice with at least one refusal a repeat of an
+answered row, the state at that step (question, QA table, unanswerable sub-questions) is
+rebuilt from the trace and the writer is asked again with the embedded model. Prints how
+many replays now yield an accepted sub-question, and each one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from app.embeddings import Embedder
+from app.llm import LLMGateway
+from app.settings import Settings
+from bench.common import RESULTS
+from nodes.sub_question import write_sub_question
+from tools.examples import ExampleBank
+
+
+def repeat_give_ups(record: dict[str, Any]) -> list[dict[str, Any]]:
+    """The writer states, rebuilt from the trace, at which it gave up after repeating an
+    answered step."""
+    table: list[dict[str, Any]] = []
+    unanswerable: list[str] = []
+    states = []
+    answered = set()
+    for step in record["trace"]:
+        if step["node"] == "write_sub_question":
+            refused = [r["sub_question"] for r in step.get("rejected", [])]
+            if not step.get("sub_question") and any(q in answered for q in refused):
+                states.append(
+                    {
+                        "question": record["question"],
+                        "qa_table": list(table),
+                        "unanswerable": list(unanswerable),
+                        "hop": step.get("hop", 0),
+                    }
+                )
+        table += step.get("qa_table") or []
+        unanswerable += step.get("unanswerable") or []
+        answered |= {row["sub_question"] for row in step.get("qa_table") or []}
+    return states
+
+
+def find_run(name: str) -> Path:
+    for folder in (Path(name), RESULTS / "eval" / name, RESULTS / "archive" / name):
+        if (folder / "results.jsonl").is_file():
+            return folder
+    raise SystemExit(f"no run {name!r} with a results.jsonl")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("runs", nargs="+")
+    args = parser.parse_args()
+    settings = Settings()
+    gateway = LLMGateway(settings)
+    examples = ExampleBank(Embedder(settings.runtime_dir))
+    try:
+        for name in args.runs:
+            records = (find_run(name) / "results.jsonl").read_text().splitlines()
+            states = [s for line in records for s in repeat_give_ups(json.loads(line))]
+            accepted = 0
+            for state in states:
+                update = write_sub_question(state, gateway=gateway, examples=examples)  # type: ignore[arg-type]
+                accepted += bool(update["sub_question"])
+                last = state["qa_table"][-1] if state["qa_table"] else {}
+                print(
+                    f"  {state['question'][:70]!r}\n    last row: {last.get('sub_question')} "
+                    f"-> {last.get('answer')}\n    now: {update['sub_question']!r} "
+                    f"refused: {[r['sub_question'] for r in update['rejected']]}",
+                    flush=True,
+                )
+            print(f"{name}: {accepted} of {len(states)} replays give an accepted sub-question")
+    finally:
+        gateway.close()
+
+
+if __name__ == "__main__":
+    main()
