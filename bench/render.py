@@ -121,7 +121,13 @@ def _cell(value: object) -> str:
 def evaluations() -> str:
     """One table per benchmark from the run folders in bench/results/eval/."""
 
-    folders = sorted(p for p in (RESULTS / "eval").glob("*") if (p / "run.json").is_file())
+    from bench.cache_study import RUNS as CACHE_RUNS
+
+    folders = sorted(
+        p
+        for p in (RESULTS / "eval").glob("*")
+        if (p / "run.json").is_file() and p.name not in CACHE_RUNS.values()
+    )
     by_bench: dict[str, list[dict[str, Any]]] = {}
     for folder in folders:
         config, records = load_run(folder)
@@ -353,6 +359,49 @@ def fallback_keep() -> str:
     return "\n".join(lines) + "\n"
 
 
+def qa_cache_study() -> str:
+    from bench.cache_study import RUNS, study
+
+    r = study()
+    if not r:
+        return ""
+    on, off = r["on"], r["off"]
+    hits = on["lookups"]["exact"] + on["lookups"]["similar"]
+    looked = hits + on["lookups"]["miss"]
+    lines = [
+        "## QA cache on and off",
+        "",
+        f"`deft` on the first MuSiQue dev questions with the QA cache on (starting cold) "
+        f"and off: run folders `{RUNS['on']}` and `{RUNS['off']}`, made by "
+        "`.venv/bin/python -m bench.run_systems --benchmarks musique --systems deft "
+        "deft-nocache --limit 100 --tag 100q`; figures from `.venv/bin/python -m "
+        "bench.cache_study`.",
+        "",
+        "| cache | n | EM | judged | LLM calls / q | LLM calls | median s | lookups | "
+        "exact hits | similar hits | hit rate |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for name, v in (("on", on), ("off", off)):
+        cached = name == "on"
+        lines.append(
+            f"| {name} | {v['n']} | {v['em']:.3f} | {v['judged']:.3f} | {v['llm_calls']:.2f} "
+            f"| {v['total_llm_calls']} | {v['seconds_median']:.1f} | "
+            + (
+                f"{looked} | {on['lookups']['exact']} | {on['lookups']['similar']} | "
+                f"{hits / max(1, looked):.3f} |"
+                if cached
+                else "- | - | - | - |"
+            )
+        )
+    lines += [
+        "",
+        f"LLM calls saved by the cache: {off['total_llm_calls'] - on['total_llm_calls']} "
+        f"over the run (off minus on; the two runs may also differ where a cached answer "
+        "changes what the writer asks next).",
+    ]
+    return "\n".join(lines) + "\n"
+
+
 def dm_calibration() -> str:
     """The decision model's per-kind calibration, fitted on train questions."""
     from tools.decision import CALIBRATION_FILE
@@ -548,6 +597,7 @@ def main() -> None:
         rewrite_recall(),
         fallback_keep(),
         evaluations(),
+        qa_cache_study(),
         serve_load(),
     ]
     print("\n".join(s for s in sections if s).rstrip())

@@ -4,8 +4,11 @@
     .venv/bin/python -m bench.run_systems [--limit 60] [--systems vanilla oracle ...]
         [--benchmarks musique ...]
 
-`deft-noexpand` and `chainrag-context` are DeFT without sentence-graph expansion and
-ChainRAG with CxtInt; the graph is built first where an index lacks it.
+`deft-noexpand`, `deft-zeroshot`, `deft-nocache` and `chainrag-context` are DeFT without
+sentence-graph expansion, without the trained DM, without the QA cache, and ChainRAG with
+CxtInt; the graph is built first where an index lacks it. `--tag T` names the folders
+BENCHMARK-SYSTEM-T: such runs stay out of the main tables (bench/cache_study.py reads
+the QA-cache pair).
 
 Run folders land in bench/results/eval/BENCHMARK-SYSTEM/; `python -m bench.render`
 turns their summaries into docs/BENCHMARKS.md.
@@ -28,6 +31,7 @@ SYSTEMS = ("vanilla", "oracle", "deft", "closed_book", "iterative", "chainrag")
 VARIANTS = {
     "deft-noexpand": ("deft", {"HOPRAG_GRAPH_EXPANSION": "off"}),
     "deft-zeroshot": ("deft", {"HOPRAG_TRAINED_DM": "off"}),
+    "deft-nocache": ("deft", {"HOPRAG_QA_CACHE": "off"}),
     "chainrag-context": ("chainrag", {"HOPRAG_CHAIN_INTEGRATION": "context"}),
 }
 
@@ -39,6 +43,9 @@ def main() -> None:
         "--systems", nargs="+", default=list(SYSTEMS), choices=[*SYSTEMS, *VARIANTS]
     )
     parser.add_argument("--benchmarks", nargs="+", default=list(BENCHMARKS))
+    parser.add_argument(
+        "--tag", default="", help="suffix for the run folders (runs apart from the main table)"
+    )
     args = parser.parse_args()
     for bench in args.benchmarks:  # no-op when the index is up to date
         subprocess.run(
@@ -50,7 +57,7 @@ def main() -> None:
     for name in args.systems:
         system, env = VARIANTS.get(name, (name, {}))
         for bench in args.benchmarks:
-            out = RESULTS / "eval" / f"{bench}-{name}"
+            out = RESULTS / "eval" / "-".join(filter(None, (bench, name, args.tag)))
             print(f"== {bench} / {name} -> {out}", flush=True)
             if system == "deft" and not (out / "results.jsonl").is_file():
                 # A fresh run starts with a cold QA cache, so its hit rate is its own.
