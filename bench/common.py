@@ -39,6 +39,14 @@ def save(name: str, payload: dict[str, Any], gpu: str | None = None) -> Path:
     return out
 
 
+def find_run(name: str) -> Path:
+    """A run folder named by path, or by name under bench/results/eval or archive."""
+    for folder in (Path(name), RESULTS / "eval" / name, RESULTS / "archive" / name):
+        if (folder / "results.jsonl").is_file():
+            return folder
+    raise SystemExit(f"no run {name!r} with a results.jsonl")
+
+
 def questions(benchmark: str, split: str = "dev") -> list[dict[str, Any]]:
     items = json.loads((DATA / benchmark / "questions.json").read_text())
     return [q for q in items if q.get("split") == split]

@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from bench.common import RESULTS
+from bench.common import RESULTS, find_run
 
 
 def load(folder: Path) -> dict[str, dict[str, Any]]:
@@ -36,7 +36,7 @@ def main() -> None:
     parser.add_argument("run")
     parser.add_argument("--baseline", default="vanilla")
     args = parser.parse_args()
-    folder = Path(args.run) if Path(args.run).is_dir() else RESULTS / "eval" / args.run
+    folder = find_run(args.run)
     run = load(folder)
     bench = json.loads((folder / "run.json").read_text())["index"]
     base = load(RESULTS / "eval" / f"{bench}-{args.baseline}")

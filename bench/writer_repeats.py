@@ -13,14 +13,13 @@ many replays now yield an accepted sub-question, and each one.
 from __future__ import annotations
 
 import argparse
-import json
-from pathlib import Path
 from typing import Any
 
 from app.embeddings import Embedder
+from app.evaluation import load_run
 from app.llm import LLMGateway
 from app.settings import Settings
-from bench.common import RESULTS
+from bench.common import find_run
 from nodes.sub_question import write_sub_question
 from tools.examples import ExampleBank
 
@@ -50,13 +49,6 @@ def repeat_give_ups(record: dict[str, Any]) -> list[dict[str, Any]]:
     return states
 
 
-def find_run(name: str) -> Path:
-    for folder in (Path(name), RESULTS / "eval" / name, RESULTS / "archive" / name):
-        if (folder / "results.jsonl").is_file():
-            return folder
-    raise SystemExit(f"no run {name!r} with a results.jsonl")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("runs", nargs="+")
@@ -66,8 +58,8 @@ def main() -> None:
     examples = ExampleBank(Embedder(settings.runtime_dir))
     try:
         for name in args.runs:
-            records = (find_run(name) / "results.jsonl").read_text().splitlines()
-            states = [s for line in records for s in repeat_give_ups(json.loads(line))]
+            _, records = load_run(find_run(name))
+            states = [s for record in records for s in repeat_give_ups(record)]
             accepted = 0
             for state in states:
                 update = write_sub_question(state, gateway=gateway, examples=examples)  # type: ignore[arg-type]
