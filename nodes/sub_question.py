@@ -20,9 +20,8 @@ from graph.state import DeftState
 from prompts import load_prompt
 from tools.comparison import missing_dates
 from tools.examples import ExampleBank, render_steps
-from tools.qa_cache import normalise_question
+from tools.qa_cache import normalise_question, question_words
 
-_POSSESSIVE = re.compile(r"['\u2019]s\b")
 _LEAD = re.compile(r"^(next question|question|sub-question|q\d*)\s*[:.)-]\s*", re.IGNORECASE)
 
 
@@ -43,8 +42,8 @@ def render_forbidden(unanswerable: list[str]) -> str:
 
 
 def content_words(text: str) -> set[str]:
-    """Normalised words without stop words or possessive 's ("Berg's" is "Berg")."""
-    return set(normalise_question(_POSSESSIVE.sub("", text)).split()) - STOP_WORDS
+    """Normalised words without stop words or possessive 's (`question_words`)."""
+    return set(question_words(text)) - STOP_WORDS
 
 
 def relation_words(question: str) -> set[str]:

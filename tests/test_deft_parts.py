@@ -24,13 +24,14 @@ from graph.deft import (
 )
 from graph.state import merge_passages
 from nodes.answer import echoes_question, is_unknown
+from nodes.cache import lookup_qa_cache
 from nodes.guard import has_back_reference
 from nodes.qa_table import update_qa_table
 from nodes.question import take_question
 from nodes.relevance import keep_for_fallback, keep_relevant
 from nodes.sub_question import clean_sub_question, rejection, write_sub_question
 from tools.decision import Calibration, DecisionModel, Platt, fit_platt, logit, sigmoid
-from tools.qa_cache import QACache
+from tools.qa_cache import QACache, asks_the_same
 
 PASSAGES = [{"id": i, "title": f"T{i}", "text": "x"} for i in range(6)]
 
@@ -186,6 +187,69 @@ def test_qa_cache_is_safe_with_concurrent_writers(tmp_path: Path) -> None:
     rows = db.execute("SELECT norm, answer, passage_ids FROM entries").fetchall()
     assert len(rows) == 160
     assert {json.loads(r[2])[0] for r in rows} == {0, 1, 2, 3}
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "same"),
+    [  # pairs that embedding similarity and DM_same both took for one question in dev runs
+        ("Where was Edadil Kadin born?", "When was Edadil Kadin born?", False),
+        (
+            "Who was the second president of Indonesia?",
+            "Who was the president of Indonesia?",
+            False,
+        ),
+        (
+            "In which county is Johnson Hagood born?",
+            "In which state is Johnson Hagood born?",
+            False,
+        ),
+        (
+            "Who is the spouse of the actor who plays Marty's girlfriend in Back to the Future?",
+            "Who plays Marty's girlfriend in Back to the Future?",
+            False,
+        ),
+        # rewordings that may share an answer
+        ("What is the name of Jack Clay's employer?", "Who is Jack Clay's employer?", True),
+        ("What year was Jack Clay born?", "When was Jack Clay born?", True),
+        (
+            "What is the name of the river that Umchabezi River serves as the mouth of?",
+            "What river does Umchabezi River serve as the mouth of?",
+            True,
+        ),
+    ],
+)
+def test_cached_answers_are_offered_only_for_the_same_ask(
+    first: str, second: str, same: bool
+) -> None:
+    assert asks_the_same(first, second) is same
+
+
+class _SaysSame:
+    """A DM that would take any two questions for one: only the rule can refuse."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def p_same(self, first: str, second: str) -> float:
+        self.calls += 1
+        return 1.0
+
+    def backend(self, kind: str) -> str:
+        return "llm"
+
+
+def test_cache_lookup_refuses_another_ask_without_a_dm_call(tmp_path: Path, embedder) -> None:
+    cache = QACache(tmp_path / "cache.sqlite", "fp", embedder)
+    cache.put("When was Edadil Kadin born?", "1845", [3])
+    dm = _SaysSame()
+    state = {"sub_question": "Where was Edadil Kadin born?", "hop": 2}
+    update = lookup_qa_cache(state, Runtime(), cache=cache, dm=dm)  # type: ignore[arg-type]
+    assert update["cache_hit"] is None and dm.calls == 0
+    assert [(d["backend"], d["outcome"]) for d in update["decisions"]] == [("rule", False)]
+    state = {"sub_question": "What year was Edadil Kadin born?", "hop": 2}
+    update = lookup_qa_cache(state, Runtime(), cache=cache, dm=dm)  # type: ignore[arg-type]
+    assert update["cache_hit"]["answer"] == "1845" and update["cache_hit"]["how"] == "similar"
+    assert dm.calls == 1 and update["decisions"][0]["backend"] == "llm"
 
 
 def test_sub_question_rejections() -> None:

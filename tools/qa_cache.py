@@ -10,6 +10,7 @@ writers from several processes safe.
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import threading
 import time
@@ -18,10 +19,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import Stemmer
 
 from app.embeddings import Embedder
 from app.metrics import normalize_answer
-from app.settings import CACHE_CANDIDATES, CACHE_MIN_COSINE
+from app.settings import CACHE_CANDIDATES, CACHE_FILLER_WORDS, CACHE_MIN_COSINE
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries (
@@ -48,9 +50,45 @@ class CachedAnswer:
     p_same: float | None = None
 
 
+_POSSESSIVE = re.compile(r"['\u2019]s\b")
+_WH_WORD = re.compile(
+    r"\b(when|where|why|how many|how much|how old|how|who|whom|whose|what|which)\b"
+)
+_WHEN = re.compile(r"\b(what|which) (year|date|day|month|century|decade)\b")
+_ANSWER_KINDS = frozenset({"when", "where", "why", "how many", "how much", "how old", "how"})
+_STEMMER = Stemmer.Stemmer("english")
+
+
 def normalise_question(text: str) -> str:
     """Case and punctuation ignored (SQuAD normalisation)."""
     return normalize_answer(text)
+
+
+def question_words(text: str) -> list[str]:
+    """Normalised words without the possessive 's ("Berg's" is "Berg")."""
+    return normalise_question(_POSSESSIVE.sub("", text)).split()
+
+
+def answer_kind(question: str) -> str:
+    """What the question's first wh-word asks for: "when" (also "what year"), "where",
+    "how many", "how much", "how old", "how", "why", or an entity (who, what, which)."""
+    match = _WH_WORD.search(_WHEN.sub("when", question.lower()))
+    word = match.group(1) if match else ""
+    return word if word in _ANSWER_KINDS else "entity"
+
+
+def asks_the_same(first: str, second: str) -> bool:
+    """Whether two sub-questions may share an answer: the same kind of answer about the same
+    stemmed words, filler aside. Embedding similarity and DM_same both took "Where was X
+    born?" for "When was X born?" and "Who was the second president of X?" for "Who was
+    the president of X?"; a wrong hit poisons the QA table, a miss only costs one
+    retrieval and one reading, so only such pairs go on to DM_same."""
+
+    def terms(question: str) -> frozenset[str]:
+        words = question_words(_WHEN.sub("when", question.lower()))
+        return frozenset(_STEMMER.stemWords([w for w in words if w not in CACHE_FILLER_WORDS]))
+
+    return answer_kind(first) == answer_kind(second) and terms(first) == terms(second)
 
 
 class QACache:
