@@ -39,6 +39,22 @@ def save(name: str, payload: dict[str, Any], gpu: str | None = None) -> Path:
     return out
 
 
+def commit() -> str:
+    """The checkout's short commit, marked when files differ from it: what a replay ran."""
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True).stdout
+
+    dirty = git("status", "--porcelain", "--untracked-files=no").strip()
+    return git("rev-parse", "--short", "HEAD").strip() + (" with local changes" if dirty else "")
+
+
+def load_results(name: str) -> dict[str, Any] | None:
+    """A benchmark's saved results (`save`), or None before its first run."""
+    path = RESULTS / f"{name}.json"
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
 def find_run(name: str) -> Path:
     """A run folder named by path, or by name under bench/results/eval or archive."""
     for folder in (Path(name), RESULTS / "eval" / name, RESULTS / "archive" / name):

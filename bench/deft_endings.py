@@ -12,16 +12,16 @@ plus how many sufficiency decisions the comparison rule made and how many said y
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 
+from app.evaluation import load_run
 from bench.common import RESULTS, find_run
 
 
 def load(folder: Path) -> dict[str, dict[str, Any]]:
-    with (folder / "results.jsonl").open(encoding="utf-8") as lines:
-        return {r["id"]: r for r in map(json.loads, lines)}
+    """A run's records by question id."""
+    return {r["id"]: r for r in load_run(folder)[1]}
 
 
 def ending(record: dict[str, Any]) -> str:
@@ -37,9 +37,9 @@ def main() -> None:
     parser.add_argument("--baseline", default="vanilla")
     args = parser.parse_args()
     folder = find_run(args.run)
-    run = load(folder)
-    bench = json.loads((folder / "run.json").read_text())["index"]
-    base = load(RESULTS / "eval" / f"{bench}-{args.baseline}")
+    meta, records = load_run(folder)
+    run = {r["id"]: r for r in records}
+    base = load(RESULTS / "eval" / f"{meta['index']}-{args.baseline}")
     groups: dict[str, list[str]] = {}
     for qid, record in run.items():
         groups.setdefault(ending(record), []).append(qid)

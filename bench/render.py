@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from app.evaluation import SUMMARY_COLUMNS, load_run, summarise
-from bench.common import RESULTS, ROOT, machine
+from bench.common import RESULTS, ROOT, load_results, machine
 
 INTRO = """# Benchmarks
 
@@ -22,17 +22,12 @@ file is generated from `bench/results/*.json` by `python -m bench.render`. Data:
 """
 
 
-def _load(name: str) -> dict[str, Any] | None:
-    path = RESULTS / f"{name}.json"
-    return json.loads(path.read_text()) if path.is_file() else None
-
-
 def _header(r: dict[str, Any]) -> str:
     return f"Measured {r['date']} on {r['machine']} with `.venv/bin/{r['command']}`.\n"
 
 
 def index_build() -> str:
-    r = _load("index_build")
+    r = load_results("index_build")
     if not r:
         return ""
     lines = [
@@ -65,7 +60,7 @@ def index_build() -> str:
 
 
 def retrieval_recall() -> str:
-    r = _load("retrieval_recall")
+    r = load_results("retrieval_recall")
     if not r:
         return ""
     lines = [
@@ -231,7 +226,7 @@ def _paired_tests(bench: str, systems: set[str]) -> list[str]:
 
 
 def sub_question_recall() -> str:
-    r = _load("sub_question_recall")
+    r = load_results("sub_question_recall")
     if not r:
         return ""
     lines = [
@@ -264,7 +259,7 @@ def sub_question_recall() -> str:
 
 
 def graph_build() -> str:
-    r = _load("graph_build")
+    r = load_results("graph_build")
     if not r:
         return ""
     lines = [
@@ -302,7 +297,7 @@ def graph_build() -> str:
 
 
 def rewrite_recall() -> str:
-    r = _load("rewrite_recall")
+    r = load_results("rewrite_recall")
     if not r:
         return ""
     lines = [
@@ -332,7 +327,7 @@ def rewrite_recall() -> str:
 
 
 def fallback_keep() -> str:
-    r = _load("fallback_keep")
+    r = load_results("fallback_keep")
     if not r:
         return ""
     lines = [
@@ -438,7 +433,7 @@ def dm_calibration() -> str:
 
 def dm_recipes() -> str:
     """Which recipe trains the decision model: dev AUC per kind (raw logits)."""
-    r = _load("dm_recipes")
+    r = load_results("dm_recipes")
     if not r:
         return ""
     kinds = ("rel", "suff", "same", "depth")
@@ -466,7 +461,7 @@ def dm_recipes() -> str:
 
 def dm_train() -> str:
     """The DM trained from scratch on this machine by the two user-facing commands."""
-    r = _load("dm_train")
+    r = load_results("dm_train")
     if not r:
         return ""
     minutes = (r["data_seconds"] + r["train_seconds"]) / 60
@@ -489,7 +484,7 @@ def dm_train() -> str:
 
 
 def _dm_latency() -> list[str]:
-    r = _load("dm_latency")
+    r = load_results("dm_latency")
     if not r:
         return []
     verdict = "met" if r["median_ms"] < 150 else "NOT met"
@@ -556,9 +551,9 @@ def dm_eval() -> str:
     return "\n".join(lines) + "\n"
 
 
-def serve_load() -> str:
+def serveload_results() -> str:
     """Chats at once against one `hoprag serve` on the sample corpus."""
-    runs = [_load(f.stem) for f in sorted(RESULTS.glob("serve_load-*.json"))]
+    runs = [load_results(f.stem) for f in sorted(RESULTS.glob("serve_load-*.json"))]
     if not runs:
         return ""
     lines = [
@@ -598,7 +593,7 @@ def main() -> None:
         fallback_keep(),
         evaluations(),
         qa_cache_study(),
-        serve_load(),
+        serveload_results(),
     ]
     print("\n".join(s for s in sections if s).rstrip())
 

@@ -51,6 +51,22 @@ def answer_from_qa_table(state: DeftState, *, gateway: LLMGateway) -> dict[str, 
     return answer_from_rows(gateway, state["question"], state.get("qa_table") or [])
 
 
+def read_facts_and_passages(
+    gateway: LLMGateway,
+    question: str,
+    rows: Sequence[dict[str, Any]],
+    passages: Sequence[dict[str, Any]],
+) -> str:
+    """The fallback's one reading: the passages, with the QA table's rows when it has any
+    (facts found but judged insufficient would otherwise be lost)."""
+    if not rows:
+        return read_passages(gateway, question, passages)
+    messages = load_prompt("answer_from_facts_and_passages").format_messages(
+        qa_table=format_qa_table(rows), passages=format_passages(passages), question=question
+    )
+    return clean_answer(gateway.invoke(messages))
+
+
 def fallback_answer(
     state: DeftState,
     runtime: Runtime[Settings],
@@ -61,9 +77,8 @@ def fallback_answer(
 ) -> dict[str, Any]:
     """After T steps, or when the writer has nothing new to ask: retrieve 2w passages for
     Q, read the retrieval top_k plus the lower-ranked ones DM_rel passes, and answer Q from
-    them in one call. The rows the QA table
-    holds by then are shown too (facts found but judged insufficient would otherwise be
-    lost), and a date comparison they decide needs no reading at all."""
+    them in one call, with the QA table's rows; a date comparison the rows decide needs no
+    reading at all."""
     table = state.get("qa_table") or []
     decided = decide_comparison(state["question"], table)
     if decided:
@@ -76,15 +91,7 @@ def fallback_answer(
     kept = keep_for_fallback(
         passages, scores, settings.tau_rel, settings.top_k, settings.fallback_extra
     )
-    if table:
-        messages = load_prompt("answer_from_facts_and_passages").format_messages(
-            qa_table=format_qa_table(table),
-            passages=format_passages(kept),
-            question=state["question"],
-        )
-        answer = clean_answer(gateway.invoke(messages))
-    else:
-        answer = read_passages(gateway, state["question"], kept)
+    answer = read_facts_and_passages(gateway, state["question"], table, kept)
     support = {pid for row in table for pid in row["passage_ids"]} | {p["id"] for p in kept}
     return {
         **answered(answer),
