@@ -12,30 +12,36 @@ every hit comes from an earlier question of the same run.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from statistics import mean, median
 from typing import Any
 
 from app.evaluation import load_run
 from bench.common import RESULTS
+from tools.comparison import RULE
 
 TAG = "100q"
 RUNS = {"on": f"musique-deft-{TAG}", "off": f"musique-deft-nocache-{TAG}"}
 
 
 def lookups(records: list[dict[str, Any]]) -> dict[str, int]:
-    """Cache lookups in the traces, by outcome: exact, similar or miss."""
-    counts = {"exact": 0, "similar": 0, "miss": 0}
+    """Cache lookups in the traces, by outcome (exact, similar or miss), and the same-question
+    checks behind them: refused by the wording rule (no model call), or put to DM_same."""
+    counts = {"exact": 0, "similar": 0, "miss": 0, "rule_no": 0, "dm_yes": 0, "dm_no": 0}
     for record in records:
         for step in record["trace"]:
-            if step["node"] == "lookup_qa_cache":
-                hit = step.get("cache_hit")
-                counts[hit["how"] if hit else "miss"] += 1
+            if step["node"] != "lookup_qa_cache":
+                continue
+            hit = step.get("cache_hit")
+            counts[hit["how"] if hit else "miss"] += 1
+            for decision in step.get("decisions") or []:
+                if decision["backend"] == RULE:
+                    counts["rule_no"] += 1
+                else:
+                    counts["dm_yes" if decision["outcome"] else "dm_no"] += 1
     return counts
 
 
-def run_summary(folder: Path) -> dict[str, Any]:
-    _, records = load_run(folder)
+def run_summary(records: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "n": len(records),
         "em": mean(r["em"] for r in records),
@@ -48,11 +54,16 @@ def run_summary(folder: Path) -> dict[str, Any]:
 
 
 def study() -> dict[str, dict[str, Any]] | None:
-    """Both runs' summaries when both folders exist, else None."""
+    """Both runs' summaries over the questions both have answered (a run may be partial),
+    when both folders exist, else None."""
     folders = {k: RESULTS / "eval" / name for k, name in RUNS.items()}
     if not all((f / "results.jsonl").is_file() for f in folders.values()):
         return None
-    return {k: run_summary(f) for k, f in folders.items()}
+    runs = {k: load_run(f)[1] for k, f in folders.items()}
+    shared = set.intersection(*({r["id"] for r in records} for records in runs.values()))
+    if not shared:
+        return None
+    return {k: run_summary([r for r in v if r["id"] in shared]) for k, v in runs.items()}
 
 
 if __name__ == "__main__":

@@ -77,7 +77,7 @@ def main() -> None:
     parser.add_argument("runs", nargs="+")
     parser.add_argument("--only", choices=sorted(FILTERS), default="all")
     args = parser.parse_args()
-    settings = Settings()
+    settings, ran_on = Settings(), commit()
     gateway = LLMGateway(settings)
     # Replays accumulate: each (run, filter) keeps its latest result and the commit it ran.
     results = (load_results("reader_replay") or {}).get("results", {})
@@ -107,7 +107,7 @@ def main() -> None:
                 "em_before": before,
                 "em_after": after,
                 "changed": changed,
-                "commit": commit(),
+                "commit": ran_on,
             }
             print(json.dumps(results[key]), flush=True)
     finally:

@@ -354,6 +354,32 @@ def fallback_keep() -> str:
     return "\n".join(lines) + "\n"
 
 
+def reader_replay() -> str:
+    r = load_results("reader_replay")
+    if not r:
+        return ""
+    lines = [
+        "## Reader prompts: final answers replayed",
+        "",
+        _header(r),
+        "",
+        "The step that wrote each reply of a committed run (vanilla and oracle: reading the "
+        "passages fed; DeFT: the fallback or LLM_fin) asked again, with the prompts of the "
+        "commit named, on exactly the inputs the run's reader saw. `yes-no`: questions that "
+        'ask whether something is so ("Are both ...?"); `fallback-rows`: DeFT fallbacks that '
+        "had QA-table rows. EM counts questions.",
+        "",
+        "| run | questions | replayed | prompts of | EM before | EM after |",
+        "| --- | --- | ---: | --- | ---: | ---: |",
+    ]
+    for v in r["results"].values():
+        lines.append(
+            f"| {v['run']} | {v['only']} | {v['replayed']} | {v['commit']} | "
+            f"{v['em_before']:.0f} | {v['em_after']:.0f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 def qa_cache_study() -> str:
     from bench.cache_study import RUNS, study
 
@@ -388,11 +414,15 @@ def qa_cache_study() -> str:
                 else "- | - | - | - |"
             )
         )
+    same = on["lookups"]
     lines += [
         "",
-        f"LLM calls saved by the cache: {off['total_llm_calls'] - on['total_llm_calls']} "
-        f"over the run (off minus on; the two runs may also differ where a cached answer "
-        "changes what the writer asks next).",
+        f"Both rows count the {on['n']} questions both runs have answered. LLM calls saved "
+        f"by the cache: {off['total_llm_calls'] - on['total_llm_calls']} (off minus on; the "
+        "two runs may also differ where a cached answer changes what the writer asks "
+        f"next). Same-question checks of similar cached sub-questions: {same['rule_no']} "
+        f"refused by the wording rule without a model call, {same['dm_yes']} confirmed and "
+        f"{same['dm_no']} refused by DM_same.",
     ]
     return "\n".join(lines) + "\n"
 
@@ -591,6 +621,7 @@ def main() -> None:
         graph_build(),
         rewrite_recall(),
         fallback_keep(),
+        reader_replay(),
         evaluations(),
         qa_cache_study(),
         serveload_results(),
