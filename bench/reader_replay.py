@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 from collections.abc import Callable
 from typing import Any
 
@@ -30,8 +29,8 @@ from app.store import CorpusIndex
 from bench.common import commit, find_run, load_results, save
 from nodes.answer import read_passages
 from nodes.final import answer_from_rows, read_facts_and_passages
+from prompts import is_yes_no_question
 
-YES_NO = re.compile(r"^(is|are|was|were|do|does|did|has|have|had|can|could|will|would)\b", re.I)
 REPLAYED = ("answer_from_passages", "fallback_answer", "answer_from_qa_table")
 
 
@@ -54,7 +53,7 @@ def _fallback_with_rows(record: dict[str, Any]) -> bool:
 
 FILTERS: dict[str, Callable[[dict[str, Any]], bool]] = {
     "all": lambda record: True,
-    "yes-no": lambda record: bool(YES_NO.match(record["question"])),
+    "yes-no": lambda record: is_yes_no_question(record["question"]),
     "fallback-rows": _fallback_with_rows,
 }
 

@@ -9,7 +9,7 @@ from typing import Any
 from app.llm import LLMGateway
 from app.metrics import normalize_answer
 from graph.state import DeftState, ReadState
-from prompts import format_passages, load_prompt
+from prompts import format_passages, load_prompt, reply_form
 
 UNKNOWN = "unknown"
 _PREFIX = re.compile(r"^(final answer|answer|a)\s*[:\-]\s*", re.IGNORECASE)
@@ -53,7 +53,7 @@ def answered(answer: str) -> dict[str, Any]:
 def read_passages(gateway: LLMGateway, question: str, passages: Sequence[dict[str, Any]]) -> str:
     """LLM_ans: a short answer (or "unknown") to a question from the given passages."""
     messages = load_prompt("answer_from_passages").format_messages(
-        passages=format_passages(passages), question=question
+        passages=format_passages(passages), question=question, reply_form=reply_form(question)
     )
     return clean_answer(gateway.invoke(messages))
 

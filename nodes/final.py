@@ -12,7 +12,7 @@ from app.settings import Settings
 from graph.state import DeftState
 from nodes.answer import answered, clean_answer, read_passages
 from nodes.relevance import keep_for_fallback, score_relevance
-from prompts import format_passages, format_qa_table, load_prompt
+from prompts import format_passages, format_qa_table, load_prompt, reply_form
 from tools.comparison import compare_dates, same_value
 from tools.decision import DecisionModel
 from tools.retriever import Retriever
@@ -62,7 +62,10 @@ def read_facts_and_passages(
     if not rows:
         return read_passages(gateway, question, passages)
     messages = load_prompt("answer_from_facts_and_passages").format_messages(
-        qa_table=format_qa_table(rows), passages=format_passages(passages), question=question
+        qa_table=format_qa_table(rows),
+        passages=format_passages(passages),
+        question=question,
+        reply_form=reply_form(question),
     )
     return clean_answer(gateway.invoke(messages))
 

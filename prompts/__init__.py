@@ -7,6 +7,7 @@ prompt are written `{{` and `}}`.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from functools import cache
@@ -18,6 +19,9 @@ from langchain_core.prompts import ChatPromptTemplate
 PROMPT_DIR = Path(__file__).parent
 _SECTION = re.compile(r"^## (system|user|assistant)\s*$", re.MULTILINE)
 _ROLES = {"system": "system", "user": "human", "assistant": "ai"}
+_YES_NO_QUESTION = re.compile(
+    r"^\W*(is|are|was|were|do|does|did|has|have|had|can|could|will|would)\b", re.IGNORECASE
+)
 
 
 @cache
@@ -39,3 +43,22 @@ def format_passages(passages: Sequence[dict[str, Any]]) -> str:
 def format_qa_table(rows: Sequence[dict[str, Any]]) -> str:
     """The QA table as prompts show it: one `- sub-question answer` line per row."""
     return "\n".join(f"- {r['sub_question']} {r['answer']}" for r in rows) or "(none yet)"
+
+
+def is_yes_no_question(question: str) -> bool:
+    """A question that asks whether something is so: it opens with an auxiliary verb
+    ("Are both ...?", "Did ... share ...?")."""
+    return bool(_YES_NO_QUESTION.match(question))
+
+
+@cache
+def _reply_forms() -> dict[str, str]:
+    return json.loads((PROMPT_DIR / "reply_forms.json").read_text(encoding="utf-8"))
+
+
+def reply_form(question: str) -> str:
+    """The `{reply_form}` of a reader prompt: a last instruction line for a yes/no question
+    (`prompts/reply_forms.json`), else nothing, so other questions see the prompt unchanged.
+    Without it the 1.5B reader answered "3" to "Do the operas A and B contain the same
+    number of acts?"."""
+    return "\n" + _reply_forms()["yes_no"] if is_yes_no_question(question) else ""

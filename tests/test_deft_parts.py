@@ -9,6 +9,7 @@ import multiprocessing
 import sqlite3
 import warnings
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -23,8 +24,9 @@ from graph.deft import (
     route_after_sufficiency,
 )
 from graph.state import merge_passages
-from nodes.answer import echoes_question, is_unknown
+from nodes.answer import echoes_question, is_unknown, read_passages
 from nodes.cache import lookup_qa_cache
+from nodes.final import read_facts_and_passages
 from nodes.guard import has_back_reference
 from nodes.qa_table import update_qa_table
 from nodes.question import take_question
@@ -250,6 +252,41 @@ def test_cache_lookup_refuses_another_ask_without_a_dm_call(tmp_path: Path, embe
     update = lookup_qa_cache(state, Runtime(), cache=cache, dm=dm)  # type: ignore[arg-type]
     assert update["cache_hit"]["answer"] == "1845" and update["cache_hit"]["how"] == "similar"
     assert dm.calls == 1 and update["decisions"][0]["backend"] == "llm"
+
+
+class _Recorder:
+    """A reader that answers "yes" and keeps every system message it was sent."""
+
+    def __init__(self) -> None:
+        self.systems: list[str] = []
+
+    def invoke(self, messages: list[Any], max_tokens: int | None = None) -> str:
+        self.systems.append(messages[0].content)
+        return "yes"
+
+
+@pytest.mark.parametrize(
+    ("question", "yes_no"),
+    [
+        ('Are both "Cooking Light" and "Vibe" magazines?', True),
+        ("Did Marian Hillar and John Henry Caldwell share the same nationality?", True),
+        ("Were The Bomb and Rolling Papers released in the same year?", True),
+        ("Which river flows through the town where Tavistrom College is located?", False),
+        ("Who is the spouse of Will Arnett?", False),
+        ("Island Records signed which band first?", False),
+    ],
+)
+def test_readers_ask_for_yes_or_no_only_where_the_question_does(
+    question: str, yes_no: bool
+) -> None:
+    reader = _Recorder()
+    row = {"sub_question": "What is Vibe?", "answer": "a magazine", "passage_ids": [1]}
+    read_passages(reader, question, PASSAGES)  # type: ignore[arg-type]
+    read_facts_and_passages(reader, question, [row], PASSAGES)  # type: ignore[arg-type]
+    for system in reader.systems:
+        # Other questions see the prompt exactly as it was before the line existed.
+        assert system.endswith("reply yes or no.") is yes_no
+        assert system.endswith("reply exactly: unknown") is not yes_no
 
 
 def test_sub_question_rejections() -> None:
