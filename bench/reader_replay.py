@@ -79,7 +79,8 @@ def main() -> None:
     settings, ran_on = Settings(), commit()
     gateway = LLMGateway(settings)
     # Replays accumulate: each (run, filter) keeps its latest result and the commit it ran.
-    results = (load_results("reader_replay") or {}).get("results", {})
+    previous = load_results("reader_replay") or {}
+    results = previous.get("results", {})
     try:
         for name in args.runs:
             folder = find_run(name)
@@ -116,6 +117,7 @@ def main() -> None:
                 "reader_replay",
                 {
                     "command": "python -m bench.reader_replay RUN ... --only FILTER",
+                    "note": previous.get("note", ""),  # written by hand, kept
                     "results": results,
                 },
             )

@@ -377,6 +377,8 @@ def reader_replay() -> str:
             f"| {v['run']} | {v['only']} | {v['replayed']} | {v['commit']} | "
             f"{v['em_before']:.0f} | {v['em_after']:.0f} |"
         )
+    if r.get("note"):
+        lines += ["", r["note"]]
     return "\n".join(lines) + "\n"
 
 
