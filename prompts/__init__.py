@@ -57,7 +57,7 @@ def _reply_forms() -> dict[str, str]:
 
 
 def reply_form(question: str) -> str:
-    """The `{reply_form}` of a reader prompt: a last instruction line for a yes/no question
+    """The `{reply_form}` of a reader prompt: one more instruction line for a yes/no question
     (`prompts/reply_forms.json`), else nothing, so other questions see the prompt unchanged.
     Without it the 1.5B reader answered "3" to "Do the operas A and B contain the same
     number of acts?"."""
