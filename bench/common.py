@@ -9,7 +9,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -61,6 +61,18 @@ def find_run(name: str) -> Path:
         if (folder / "results.jsonl").is_file():
             return folder
     raise SystemExit(f"no run {name!r} with a results.jsonl")
+
+
+def trace_states(record: dict[str, Any]) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
+    """Each traced step of a DeFT run with the state it started from (the QA-table rows and
+    unanswerable sub-questions written before it), so that a step can be replayed."""
+    state: dict[str, Any] = {"qa_table": [], "unanswerable": []}
+    for step in record["trace"]:
+        yield step, state
+        state = {
+            "qa_table": state["qa_table"] + (step.get("qa_table") or []),
+            "unanswerable": state["unanswerable"] + (step.get("unanswerable") or []),
+        }
 
 
 def questions(benchmark: str, split: str = "dev") -> list[dict[str, Any]]:

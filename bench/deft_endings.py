@@ -55,19 +55,13 @@ def main() -> None:
             f"judged {mean(run, 'judged')} vs {mean(base, 'judged')} (on {len(shared)} shared)"
         )
     rule = [
-        d
+        (r["id"], d)
         for r in run.values()
         for step in r["trace"]
         for d in step.get("decisions") or []
         if d.get("backend") == "rule"
     ]
-    said_yes = {
-        r["id"]
-        for r in run.values()
-        for step in r["trace"]
-        for d in step.get("decisions") or []
-        if d.get("backend") == "rule" and d["outcome"]
-    }
+    said_yes = {qid for qid, d in rule if d["outcome"]}
     print(
         f"  rule decisions: {len(rule)}; questions where the rule said sufficient: {len(said_yes)}"
     )

@@ -26,7 +26,7 @@ from app.llm import LLMGateway
 from app.metrics import exact_match
 from app.settings import Settings
 from app.store import CorpusIndex
-from bench.common import commit, find_run, load_results, save
+from bench.common import commit, find_run, load_results, save, trace_states
 from nodes.answer import read_passages
 from nodes.final import answer_from_rows, read_facts_and_passages
 from prompts import is_yes_no_question
@@ -37,12 +37,11 @@ REPLAYED = ("answer_from_passages", "fallback_answer", "answer_from_qa_table")
 def final_reading(record: dict[str, Any]) -> tuple[str, list[dict[str, Any]], list[int]] | None:
     """(node, QA-table rows by then, ids of the passages read) of the step that wrote the
     reply, or None when another step did (a direct answer, ChainRAG's integration)."""
-    rows: list[dict[str, Any]] = []
     last = None
-    for step in record["trace"]:
+    for step, state in trace_states(record):
         if step["node"] in REPLAYED:
-            last = (step["node"], list(rows), step.get("passage_ids") or record["passages_fed"])
-        rows += step.get("qa_table") or []
+            ids = step.get("passage_ids") or record["passages_fed"]
+            last = (step["node"], state["qa_table"], ids)
     return last
 
 

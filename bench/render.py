@@ -233,7 +233,6 @@ def sub_question_recall() -> str:
         "## Sub-question writer: does the first sub-question find the first hop?",
         "",
         _header(r),
-        "",
         "Dev questions with a gold decomposition. `empty`: the writer's sub-question was "
         "rejected twice (it restated the whole question), so DeFT goes straight to its "
         "fallback. Hit@10: a first-hop gold passage among the top 10 fused passages.",
@@ -266,7 +265,6 @@ def graph_build() -> str:
         "## Sentence graph build",
         "",
         _header(r),
-        "",
         "A complete build (every sentence embedded again) of an existing index's sentence "
         "graph through `hoprag graph build`; peak RSS of that process. `hoprag index` "
         "builds the same graph as part of an index build.",
@@ -304,7 +302,6 @@ def rewrite_recall() -> str:
         "## Sub-question rewriting: Recall@2 of the second step's passage",
         "",
         _header(r),
-        "",
         "Dev questions whose second gold step refers to the first. `reference`: the step as "
         'decomposed, "#1" read as "it"; `rewritten`: "#1" replaced by the first '
         "step's gold answer. Passages: top 2 fused passages; seeds: passages of the top 2 "
@@ -334,7 +331,6 @@ def fallback_keep() -> str:
         "## DeFT fallback: which of the 2w passages to read",
         "",
         _header(r),
-        "",
         f"First {r['n']} dev questions; 2w = 20 fused passages for the whole question, "
         f"scored by DM_rel (backend `{r['rel_backend']}`). Gold share: mean share of a "
         "question's gold passages kept; all gold: share of questions with every gold "
@@ -362,7 +358,6 @@ def reader_replay() -> str:
         "## Reader prompts: final answers replayed",
         "",
         _header(r),
-        "",
         "The step that wrote each reply of a committed run (vanilla and oracle: reading the "
         "passages fed; DeFT: the fallback or LLM_fin) asked again, with the prompts of the "
         "commit named, on exactly the inputs the run's reader saw. `yes-no`: questions that "
@@ -571,7 +566,7 @@ def dm_eval() -> str:
         "10 passages: median "
         f"{_cell(latency.get('median'))} ms, p90 {_cell(latency.get('p90'))} ms over "
         f"{latency.get('batches')} batches (target: under 150 ms).",
-        r.get("notes", ""),
+        *([r["notes"]] if r.get("notes") else []),
         *_dm_latency(),
         "",
         " ".join(

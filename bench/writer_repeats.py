@@ -19,7 +19,7 @@ from app.embeddings import Embedder
 from app.evaluation import load_run
 from app.llm import LLMGateway
 from app.settings import Settings
-from bench.common import find_run
+from bench.common import find_run, trace_states
 from nodes.sub_question import write_sub_question
 from tools.examples import ExampleBank
 
@@ -27,25 +27,13 @@ from tools.examples import ExampleBank
 def repeat_give_ups(record: dict[str, Any]) -> list[dict[str, Any]]:
     """The writer states, rebuilt from the trace, at which it gave up after repeating an
     answered step."""
-    table: list[dict[str, Any]] = []
-    unanswerable: list[str] = []
     states = []
-    answered = set()
-    for step in record["trace"]:
-        if step["node"] == "write_sub_question":
-            refused = [r["sub_question"] for r in step.get("rejected", [])]
-            if not step.get("sub_question") and any(q in answered for q in refused):
-                states.append(
-                    {
-                        "question": record["question"],
-                        "qa_table": list(table),
-                        "unanswerable": list(unanswerable),
-                        "hop": step.get("hop", 0),
-                    }
-                )
-        table += step.get("qa_table") or []
-        unanswerable += step.get("unanswerable") or []
-        answered |= {row["sub_question"] for row in step.get("qa_table") or []}
+    for step, state in trace_states(record):
+        answered = {row["sub_question"] for row in state["qa_table"]}
+        refused = [r["sub_question"] for r in step.get("rejected", [])]
+        gave_up = step["node"] == "write_sub_question" and not step.get("sub_question")
+        if gave_up and any(q in answered for q in refused):
+            states.append({"question": record["question"], "hop": step.get("hop", 0), **state})
     return states
 
 
