@@ -257,6 +257,28 @@ def sub_question_recall() -> str:
     return "\n".join(lines) + "\n"
 
 
+def writer_repeats() -> str:
+    r = load_results("writer_repeats")
+    if not r:
+        return ""
+    lines = [
+        "## Sub-question writer: replays where it gave up",
+        "",
+        _header(r),
+        "Write steps of a committed DeFT run where the writer was refused twice, at least "
+        "once for repeating a step it had already answered; the state at that step is "
+        "rebuilt from the trace and the writer of the commit named asks again. Accepted: it "
+        "now writes a sub-question the rules let through (whether a good one is in the "
+        "`rows` of bench/results/writer_repeats.json).",
+        "",
+        "| run | replays | accepted | writer of |",
+        "| --- | ---: | ---: | --- |",
+    ]
+    for run, v in r["results"].items():
+        lines.append(f"| {run} | {v['replays']} | {v['accepted']} | {v['commit']} |")
+    return "\n".join(lines) + "\n"
+
+
 def graph_build() -> str:
     r = load_results("graph_build")
     if not r:
@@ -615,6 +637,7 @@ def main() -> None:
         dm_train(),
         dm_eval(),
         sub_question_recall(),
+        writer_repeats(),
         graph_build(),
         rewrite_recall(),
         fallback_keep(),

@@ -1,13 +1,15 @@
 """Does the writer's first sub-question find the first hop? (the DeFT loop's entry point)
 
-    .venv/bin/python -m bench.sub_question_recall [--limit 30]
+    .venv/bin/python -m bench.sub_question_recall [--limit 30] [--variant NAME]
 
 On dev questions with a gold decomposition (MuSiQue `question_decomposition`, 2Wiki
 `evidences`), the first-hop gold passages are those of the steps that need no earlier
 answer. For each question the DeFT writer (`nodes.sub_question.write_sub_question`, with
 its worked examples) writes the first sub-question; we report how often it is rejected
 (empty), and Hit@10: a first-hop gold passage among the top 10 fused passages for the
-sub-question, next to the same for the whole question as the query.
+sub-question, next to the same for the whole question as the query. Each run's summary
+is kept under its `--variant` name next to earlier variants', so writer changes can be
+compared in docs/BENCHMARKS.md.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from tqdm import tqdm
 
 from app.resources import Resources
 from app.settings import Settings
-from bench.common import questions, save
+from bench.common import load_results, questions, save
 from nodes.sub_question import write_sub_question
 
 K = 10
@@ -83,11 +85,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--limit", type=int, default=30)
     parser.add_argument("--benchmarks", nargs="+", default=["musique", "2wikimultihopqa"])
+    parser.add_argument("--variant", default="shipped", help="name of the writer measured")
     args = parser.parse_args()
     results = {bench: measure(bench, args.limit) for bench in args.benchmarks}
-    for bench, r in results.items():
-        print(bench, {k: v for k, v in r.items() if k != "rows"})
-    save("sub_question_recall", {"command": "python -m bench.sub_question_recall", **results})
+    summaries = {b: {k: v for k, v in r.items() if k != "rows"} for b, r in results.items()}
+    for bench, summary in summaries.items():
+        print(bench, summary)
+    variants = (load_results("sub_question_recall") or {}).get("variants", {})
+    variants[args.variant] = summaries
+    command = f"python -m bench.sub_question_recall --variant '{args.variant}'"
+    save("sub_question_recall", {"command": command, **results, "variants": variants})
 
 
 if __name__ == "__main__":

@@ -7,7 +7,8 @@ RUN is a folder under bench/results/eval or bench/results/archive (or a path). F
 write step whose sub-question was refused twice with at least one refusal a repeat of an
 answered row, the state at that step (question, QA table, unanswerable sub-questions) is
 rebuilt from the trace and the writer is asked again with the embedded model. Prints how
-many replays now yield an accepted sub-question, and each one.
+many replays now yield an accepted sub-question, and each one. Results accumulate in
+bench/results/writer_repeats.json, one entry per run with the commit whose writer ran.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from app.embeddings import Embedder
 from app.evaluation import load_run
 from app.llm import LLMGateway
 from app.settings import Settings
-from bench.common import find_run, trace_states
+from bench.common import commit, find_run, load_results, save, trace_states
 from nodes.sub_question import write_sub_question
 from tools.examples import ExampleBank
 
@@ -41,27 +42,41 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("runs", nargs="+")
     args = parser.parse_args()
-    settings = Settings()
+    settings, ran_on = Settings(), commit()
     gateway = LLMGateway(settings)
     examples = ExampleBank(Embedder(settings.runtime_dir))
+    results = (load_results("writer_repeats") or {}).get("results", {})
     try:
         for name in args.runs:
-            _, records = load_run(find_run(name))
+            folder = find_run(name)
+            _, records = load_run(folder)
             states = [s for record in records for s in repeat_give_ups(record)]
-            accepted = 0
+            replays = []
             for state in states:
                 update = write_sub_question(state, gateway=gateway, examples=examples)  # type: ignore[arg-type]
-                accepted += bool(update["sub_question"])
                 last = state["qa_table"][-1] if state["qa_table"] else {}
-                print(
-                    f"  {state['question'][:70]!r}\n    last row: {last.get('sub_question')} "
-                    f"-> {last.get('answer')}\n    now: {update['sub_question']!r} "
-                    f"refused: {[r['sub_question'] for r in update['rejected']]}",
-                    flush=True,
+                replays.append(
+                    {
+                        "question": state["question"],
+                        "last_row": [last.get("sub_question"), last.get("answer")],
+                        "now": update["sub_question"],
+                        "refused": [r["sub_question"] for r in update["rejected"]],
+                    }
                 )
-            print(f"{name}: {accepted} of {len(states)} replays give an accepted sub-question")
+                print(f"  {replays[-1]}", flush=True)
+            accepted = sum(bool(r["now"]) for r in replays)
+            results[folder.name] = {
+                "replays": len(replays),
+                "accepted": accepted,
+                "commit": ran_on,
+                "rows": replays,
+            }
+            print(f"{name}: {accepted} of {len(replays)} replays give an accepted sub-question")
     finally:
         gateway.close()
+        if results:
+            command = "python -m bench.writer_repeats RUN ..."
+            save("writer_repeats", {"command": command, "results": results})
 
 
 if __name__ == "__main__":

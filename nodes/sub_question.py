@@ -2,8 +2,11 @@
 
 Sub-questions that got no answer are listed to the LLM as forbidden; a sub-question that
 repeats an earlier one (after normalisation), or rewords the whole question, is rejected
-and the LLM is asked once more, told why. If that fails too, the step is spent without
-a question and the graph moves on (the hop counter bounds every loop).
+and the LLM is asked once more, told why. A first sub-question that rewords the whole
+question is instead replaced by the first step of a whole decomposition (ChainRAG's plan
+prompt): told why, the small writer mostly rewords the question again. If the second try
+fails too, the step is spent without a question and the graph moves on (the hop counter
+bounds every loop).
 """
 
 from __future__ import annotations
@@ -15,7 +18,14 @@ from langchain_core.messages import AIMessage, HumanMessage
 from spacy.lang.en.stop_words import STOP_WORDS
 
 from app.llm import LLMGateway
-from app.settings import MAX_QUESTION_COVERAGE, SUB_QUESTION_TOKENS, WRITER_EXAMPLES
+from app.settings import (
+    CACHE_FILLER_WORDS,
+    CHAIN_MAX_SUB_QUESTIONS,
+    MAX_QUESTION_COVERAGE,
+    PLAN_TOKENS,
+    SUB_QUESTION_TOKENS,
+    WRITER_EXAMPLES,
+)
 from graph.state import DeftState
 from prompts import load_prompt
 from tools.comparison import missing_dates
@@ -23,6 +33,11 @@ from tools.examples import ExampleBank, render_steps
 from tools.qa_cache import normalise_question, question_words
 
 _LEAD = re.compile(r"^(next question|question|sub-question|q\d*)\s*[:.)-]\s*", re.IGNORECASE)
+_NUMBERED = re.compile(r"^\s*\d+\s*[.)]\s*(.+)$")
+_ANSWER_REFERENCE = re.compile(r"#\d")
+_WORD = re.compile(r"[\w'\u2019.-]*\w")
+_POSSESSIVE_END = re.compile(r"['\u2019]s$", re.IGNORECASE)
+REPEATS_QUESTION = "That repeats the whole question. Ask for one single fact that helps answer it."
 
 
 def clean_sub_question(text: str) -> str:
@@ -39,6 +54,26 @@ def render_forbidden(unanswerable: list[str]) -> str:
         return ""
     listed = "\n".join(f"- {q}" for q in unanswerable)
     return f"These simple questions found no answer; do not ask them again:\n{listed}\n\n"
+
+
+def parse_plan(text: str) -> list[str]:
+    """Numbered lines as sub-questions, in order, without repeats, at most the cap."""
+    plan: list[str] = []
+    for line in text.splitlines():
+        match = _NUMBERED.match(line)
+        if match:
+            question = clean_sub_question(match.group(1))
+            if question and question not in plan:
+                plan.append(question)
+    return plan[:CHAIN_MAX_SUB_QUESTIONS]
+
+
+def plan_sub_questions(question: str, *, gateway: LLMGateway, examples: ExampleBank) -> list[str]:
+    """The whole decomposition in one LLM call, "#k" standing for the answer to step k."""
+    messages = load_prompt("decompose_question").format_messages(
+        examples=examples.render_decompositions(question, WRITER_EXAMPLES), question=question
+    )
+    return parse_plan(gateway.invoke(messages, max_tokens=PLAN_TOKENS))
 
 
 def content_words(text: str) -> set[str]:
@@ -69,23 +104,79 @@ def question_coverage(sub_question: str, question: str) -> float:
     return min(shares, default=0.0)
 
 
+def _word_key(word: str) -> str:
+    """A word as `question_words` spells it, articles kept so that runs run through them."""
+    return re.sub(r"\W|_", "", _POSSESSIVE_END.sub("", word).lower())
+
+
+def answer_in_place(question: str, sub_question: str, answer: str) -> str:
+    """The question with the description that an answered sub-question asked about
+    replaced by its answer: "What film features Anil Devgan's sibling?" with "Who is Anil
+    Devgan's sibling?" answered "Ajay Devgan" reads "What film features Ajay Devgan?".
+    The description is the longest word run the two share that holds every word of the
+    sub-question but its filler, names something (a capitalised word after the first) and
+    is neither the question's opening nor all of it. Unchanged when there is none."""
+    words = list(_WORD.finditer(question))
+    keys = [_word_key(w.group()) for w in words]
+    sub_keys = [_word_key(w) for w in _WORD.findall(sub_question)]
+    needed = set(question_words(sub_question)) - CACHE_FILLER_WORDS
+    best: tuple[int, int] = (0, 0)  # (start, end) of the chosen run of question words
+    run = [0] * (len(sub_keys) + 1)  # common run lengths ending at the current word
+    for i, key in enumerate(keys, 1):
+        previous, run = run, [0] * (len(sub_keys) + 1)
+        for j, sub_key in enumerate(sub_keys, 1):
+            if key != sub_key:
+                continue
+            run[j] = previous[j - 1] + 1
+            start = i - run[j]
+            names = any(w.group()[:1].isupper() for w in words[max(start, 1) : i])
+            longer = run[j] > best[1] - best[0] and start > 0 and run[j] < len(words)
+            if longer and names and needed <= set(keys[start:i]):
+                best = (start, i)
+    start, end = best
+    if end - start < 2:
+        return question
+    possessive = _POSSESSIVE_END.search(words[end - 1].group())
+    replacement = answer + ("'s" if possessive else "")
+    return question[: words[start].start()] + replacement + question[words[end - 1].end() :]
+
+
 def rejection(sub_question: str, state: DeftState) -> str:
     """Why a sub-question may not be asked (empty: it may). The whole question, reworded,
     is no sub-question; neither is one asked before (answered or not)."""
     if not sub_question:
         return "That is not a question. Write the next question."
     if question_coverage(sub_question, state["question"]) >= MAX_QUESTION_COVERAGE:
-        return "That repeats the whole question. Ask for one single fact that helps answer it."
+        return REPEATS_QUESTION
     asked = normalise_question(sub_question)
-    for row in state.get("qa_table") or []:
+    table = state.get("qa_table") or []
+    for row in table:
         if normalise_question(row["sub_question"]) == asked:
-            # Small writers copy the last step; naming what it found points them onwards.
+            # Small writers copy the last step; the question with what the table found
+            # put in place points them onwards.
+            done = f"That question was already answered: {row['answer']}."
+            reduced = state["question"]
+            for known in table:
+                reduced = answer_in_place(reduced, known["sub_question"], known["answer"])
+            if reduced != state["question"]:
+                return (
+                    f"{done} With the answers in place, the complex question reads: "
+                    f"{reduced} Write the next simple question it needs."
+                )
             return (
-                f"That question was already answered: {row['answer']}. Write the next "
-                f"simple question the complex question needs, naming {row['answer']}."
+                f"{done} Write the next simple question the complex question needs, "
+                f"naming {row['answer']}."
             )
     if asked in {normalise_question(q) for q in state.get("unanswerable") or []}:
         return "That question was already asked and found no answer. Ask for a different fact."
+    return ""
+
+
+def first_askable_step(plan: list[str], state: DeftState) -> str:
+    """The plan's first step that needs no earlier answer and passes `rejection`."""
+    for step in plan:
+        if not _ANSWER_REFERENCE.search(step) and not rejection(step, state):
+            return step
     return ""
 
 
@@ -101,19 +192,28 @@ def write_sub_question(
     )
     sub_question = clean_sub_question(gateway.invoke(messages, max_tokens=SUB_QUESTION_TOKENS))
     rejected = []
+    written_by = "writer"
     reason = rejection(sub_question, state)
-    if reason:  # one more try, told why (and, for a date comparison, what is missing)
+    if reason == REPEATS_QUESTION and not table:
+        rejected.append({"sub_question": sub_question, "reason": reason})
+        plan = plan_sub_questions(state["question"], gateway=gateway, examples=examples)
+        sub_question, written_by = first_askable_step(plan, state), "decomposition"
+        if not sub_question:
+            rejected += [{"sub_question": q, "reason": "no askable step"} for q in plan]
+    elif reason:  # one more try, told why (and, for a date comparison, what is missing)
         rejected.append({"sub_question": sub_question, "reason": reason})
         missing = missing_dates(state["question"], table)
         hint = f"{reason} Still unknown: {missing}." if missing else reason
         retry = [*messages, AIMessage(sub_question), HumanMessage(hint)]
         sub_question = clean_sub_question(gateway.invoke(retry, max_tokens=SUB_QUESTION_TOKENS))
+        written_by = "writer, told why"
         reason = rejection(sub_question, state)
         if reason:
             rejected.append({"sub_question": sub_question, "reason": reason})
             sub_question = ""
     return {
         "sub_question": sub_question,
+        "written_by": written_by if sub_question else "",
         "rejected": rejected,
         "hop": state.get("hop", 0) + 1,
         "rewritten_from": "",

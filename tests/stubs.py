@@ -31,3 +31,6 @@ class NoExamples:
 
     def render(self, question: str, k: int) -> str:
         return ""
+
+    def render_decompositions(self, question: str, k: int) -> str:
+        return ""

@@ -31,7 +31,12 @@ from nodes.guard import has_back_reference
 from nodes.qa_table import update_qa_table
 from nodes.question import take_question
 from nodes.relevance import keep_for_fallback, keep_relevant
-from nodes.sub_question import clean_sub_question, rejection, write_sub_question
+from nodes.sub_question import (
+    answer_in_place,
+    clean_sub_question,
+    rejection,
+    write_sub_question,
+)
 from tools.decision import Calibration, DecisionModel, Platt, fit_platt, logit, sigmoid
 from tools.qa_cache import QACache, asks_the_same
 
@@ -323,23 +328,82 @@ def test_sub_question_rejections() -> None:
     )
 
 
+def test_an_answered_description_is_put_in_the_question_in_its_place() -> None:
+    """Pairs from the traces where the writer repeated an answered step."""
+    assert (
+        answer_in_place(
+            "What film features Anil Devgan's sibling?",
+            "What is the name of Anil Devgan's sibling?",
+            "Ajay Devgan",
+        )
+        == "What film features Ajay Devgan?"
+    )
+    assert (
+        answer_in_place(
+            "Where does the river by the city sharing a border with Elizabeth Berg's "
+            "birthplace empty into the Gulf of Mexico?",
+            "What is the name of the city sharing a border with Elizabeth Berg's birthplace?",
+            "Windhoek",
+        )
+        == "Where does the river by Windhoek empty into the Gulf of Mexico?"
+    )
+    assert (
+        answer_in_place(
+            "What is the birthplace of Anil Devgan's sibling's wife?",
+            "Who is Anil Devgan's sibling?",
+            "Ajay Devgan",
+        )
+        == "What is the birthplace of Ajay Devgan's wife?"
+    )
+    # Not the same description: the father is not the paternal grandfather, and the
+    # 1894-95 FA Cup is not its winner. The question stays as it is.
+    grandfather = "Who is the paternal grandfather of Fakhr al-Dawla?"
+    assert answer_in_place(grandfather, "Who is the father of Fakhr al-Dawla?", "X") == grandfather
+    winner = "When was the 1894-95 FA Cup winner founded?"
+    assert answer_in_place(winner, "Who won the 1894-95 FA Cup?", "Aston Villa") == winner
+    # The writer that repeats an answered step is shown the question so reduced.
+    state = {
+        "question": "Who married the actor from Terminator?",
+        "qa_table": [
+            {
+                "sub_question": "Who was the actor from Terminator?",
+                "answer": "Arnold Schwarzenegger",
+            }
+        ],
+    }
+    hint = rejection("Who was the actor from Terminator?", state)  # type: ignore[arg-type]
+    assert "already answered: Arnold Schwarzenegger" in hint
+    assert "reads: Who married Arnold Schwarzenegger?" in hint
+
+
 def test_the_trace_shows_which_sub_questions_were_refused_and_why() -> None:
-    state = {"question": "Who is the paternal grandfather of Fakhr al-Dawla?", "hop": 0}
+    question = "Who is the paternal grandfather of Fakhr al-Dawla?"
     whole = "Who was Fakhr al-Dawla's paternal grandfather?"
-    retried = write_sub_question(
-        state,  # type: ignore[arg-type]
-        gateway=ScriptedWriter(whole, "Who is the father of Fakhr al-Dawla?"),  # type: ignore[arg-type]
-        examples=NoExamples(),  # type: ignore[arg-type]
-    )
-    assert retried["sub_question"] == "Who is the father of Fakhr al-Dawla?"
-    assert [r["sub_question"] for r in retried["rejected"]] == [whole]
-    assert "whole question" in retried["rejected"][0]["reason"]
-    gave_up = write_sub_question(
-        state,  # type: ignore[arg-type]
-        gateway=ScriptedWriter(whole, whole),  # type: ignore[arg-type]
-        examples=NoExamples(),  # type: ignore[arg-type]
-    )
-    assert gave_up["sub_question"] == "" and len(gave_up["rejected"]) == 2
+    father = "Who is the father of Fakhr al-Dawla?"
+
+    def write(state: dict, *replies: str) -> dict:
+        return write_sub_question(
+            state,  # type: ignore[arg-type]
+            gateway=ScriptedWriter(*replies),  # type: ignore[arg-type]
+            examples=NoExamples(),  # type: ignore[arg-type]
+        )
+
+    # A first step that rewords the question is replaced by the plan's first askable step.
+    planned = write({"question": question, "hop": 0}, whole, f"1. {whole}\n2. {father}")
+    assert planned["sub_question"] == father and planned["written_by"] == "decomposition"
+    assert [r["sub_question"] for r in planned["rejected"]] == [whole]
+    assert "whole question" in planned["rejected"][0]["reason"]
+    # A plan step that needs an earlier answer ("#1") cannot come first.
+    unaskable = write({"question": question, "hop": 0}, whole, "1. Who was #1's father?")
+    assert unaskable["sub_question"] == "" and len(unaskable["rejected"]) == 2
+    # Later steps retry the writer, told why.
+    row = {"sub_question": "Who is the son of Adud al-Dawla?", "answer": "Fakhr al-Dawla"}
+    later = {"question": question, "hop": 1, "qa_table": [row]}
+    retried = write(later, whole, father)
+    assert retried["sub_question"] == father and retried["written_by"] == "writer, told why"
+    gave_up = write(later, whole, whole)
+    assert gave_up["sub_question"] == "" and gave_up["written_by"] == ""
+    assert len(gave_up["rejected"]) == 2
 
 
 def test_an_answer_that_repeats_its_question_is_no_answer() -> None:
