@@ -233,11 +233,11 @@ def sub_question_recall() -> str:
         "## Sub-question writer: does the first sub-question find the first hop?",
         "",
         _header(r),
-        "Dev questions with a gold decomposition. `empty`: the writer's sub-question was "
-        "rejected twice (it restated the whole question), so DeFT goes straight to its "
+        "Dev questions with a gold decomposition. `empty`: no first sub-question got past "
+        "the rules (each try restated the whole question), so DeFT goes straight to its "
         "fallback. Hit@10: a first-hop gold passage among the top 10 fused passages.",
         "",
-        "| writer prompt | benchmark | n | empty | hit@10 sub-question | hit@10 whole question |",
+        "| writer | benchmark | n | empty | hit@10 sub-question | hit@10 whole question |",
         "| --- | --- | ---: | ---: | ---: | ---: |",
     ]
     for variant, by_bench in r.get("variants", {}).items():
@@ -248,7 +248,12 @@ def sub_question_recall() -> str:
             )
     lines += [
         "",
-        "Both prompts show the three most similar *training* questions with their gold "
+        "`writer retry`: a first sub-question that restated the question was sent back to "
+        "the writer, told why, which mostly restated it again. `decomposition for a "
+        "reworded first step`: it is replaced by the first step of a whole decomposition "
+        "(ChainRAG's plan prompt) that needs no earlier answer and passes the rules.",
+        "",
+        "All prompts show the three most similar *training* questions with their gold "
         "decompositions (`app/data/sub_question_examples.json`, built by "
         "`python -m app.traindata`). The earlier prompt, with two fixed examples, produced "
         "no acceptable first sub-question for 45 of the first 60 MuSiQue dev questions "
