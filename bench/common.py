@@ -40,12 +40,14 @@ def save(name: str, payload: dict[str, Any], gpu: str | None = None) -> Path:
 
 
 def commit() -> str:
-    """The checkout's short commit, marked when files differ from it: what a replay ran."""
+    """The checkout's short commit, marked when code differs from it: what a replay ran.
+    Results and docs that differ (a run in progress writes them) do not count."""
 
     def git(*args: str) -> str:
         return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True).stdout
 
-    dirty = git("status", "--porcelain", "--untracked-files=no").strip()
+    code = (".", ":!bench/results", ":!docs")
+    dirty = git("status", "--porcelain", "--untracked-files=no", "--", *code).strip()
     return git("rev-parse", "--short", "HEAD").strip() + (" with local changes" if dirty else "")
 
 
