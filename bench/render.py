@@ -274,7 +274,9 @@ def writer_repeats() -> str:
         "once for repeating a step it had already answered; the state at that step is "
         "rebuilt from the trace and the writer of the commit named asks again. Accepted: it "
         "now writes a sub-question the rules let through (whether a good one is in the "
-        "`rows` of bench/results/writer_repeats.json).",
+        "`rows` of bench/results/writer_repeats.json). Every replayed step gave up in its "
+        "run, so the run's own writer accepts none of them (the embedded model decodes "
+        "greedily).",
         "",
         "| run | replays | accepted | writer of |",
         "| --- | ---: | ---: | --- |",
