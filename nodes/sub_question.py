@@ -27,7 +27,7 @@ from app.settings import (
     WRITER_EXAMPLES,
 )
 from graph.state import DeftState
-from prompts import load_prompt
+from prompts import load_lines, load_prompt
 from tools.comparison import missing_dates
 from tools.examples import ExampleBank, render_steps
 from tools.qa_cache import normalise_question, question_words
@@ -37,7 +37,6 @@ _NUMBERED = re.compile(r"^\s*\d+\s*[.)]\s*(.+)$")
 _ANSWER_REFERENCE = re.compile(r"#\d")
 _WORD = re.compile(r"[\w'\u2019.-]*\w")
 _POSSESSIVE_END = re.compile(r"['\u2019]s$", re.IGNORECASE)
-REPEATS_QUESTION = "That repeats the whole question. Ask for one single fact that helps answer it."
 
 
 def clean_sub_question(text: str) -> str:
@@ -49,11 +48,15 @@ def clean_sub_question(text: str) -> str:
     return ""
 
 
+def hint(name: str, **values: str) -> str:
+    """A line the writer is told (`prompts/writer_hints.json`)."""
+    return load_lines("writer_hints")[name].format(**values)
+
+
 def render_forbidden(unanswerable: list[str]) -> str:
     if not unanswerable:
         return ""
-    listed = "\n".join(f"- {q}" for q in unanswerable)
-    return f"These simple questions found no answer; do not ask them again:\n{listed}\n\n"
+    return hint("forbidden", listed="\n".join(f"- {q}" for q in unanswerable))
 
 
 def parse_plan(text: str) -> list[str]:
@@ -145,30 +148,23 @@ def rejection(sub_question: str, state: DeftState) -> str:
     """Why a sub-question may not be asked (empty: it may). The whole question, reworded,
     is no sub-question; neither is one asked before (answered or not)."""
     if not sub_question:
-        return "That is not a question. Write the next question."
+        return hint("not_a_question")
     if question_coverage(sub_question, state["question"]) >= MAX_QUESTION_COVERAGE:
-        return REPEATS_QUESTION
+        return hint("repeats_question")
     asked = normalise_question(sub_question)
     table = state.get("qa_table") or []
     for row in table:
         if normalise_question(row["sub_question"]) == asked:
             # Small writers copy the last step; the question with what the table found
             # put in place points them onwards.
-            done = f"That question was already answered: {row['answer']}."
             reduced = state["question"]
             for known in table:
                 reduced = answer_in_place(reduced, known["sub_question"], known["answer"])
             if reduced != state["question"]:
-                return (
-                    f"{done} With the answers in place, the complex question reads: "
-                    f"{reduced} Write the next simple question it needs."
-                )
-            return (
-                f"{done} Write the next simple question the complex question needs, "
-                f"naming {row['answer']}."
-            )
+                return hint("answered_in_place", answer=row["answer"], reduced=reduced)
+            return hint("answered", answer=row["answer"])
     if asked in {normalise_question(q) for q in state.get("unanswerable") or []}:
-        return "That question was already asked and found no answer. Ask for a different fact."
+        return hint("unanswerable")
     return ""
 
 
@@ -194,7 +190,7 @@ def write_sub_question(
     rejected = []
     written_by = "writer"
     reason = rejection(sub_question, state)
-    if reason == REPEATS_QUESTION and not table:
+    if reason == hint("repeats_question") and not table:
         rejected.append({"sub_question": sub_question, "reason": reason})
         plan = plan_sub_questions(state["question"], gateway=gateway, examples=examples)
         sub_question, written_by = first_askable_step(plan, state), "decomposition"
@@ -203,8 +199,8 @@ def write_sub_question(
     elif reason:  # one more try, told why (and, for a date comparison, what is missing)
         rejected.append({"sub_question": sub_question, "reason": reason})
         missing = missing_dates(state["question"], table)
-        hint = f"{reason} Still unknown: {missing}." if missing else reason
-        retry = [*messages, AIMessage(sub_question), HumanMessage(hint)]
+        told = hint("still_unknown", reason=reason, missing=missing) if missing else reason
+        retry = [*messages, AIMessage(sub_question), HumanMessage(told)]
         sub_question = clean_sub_question(gateway.invoke(retry, max_tokens=SUB_QUESTION_TOKENS))
         written_by = "writer, told why"
         reason = rejection(sub_question, state)

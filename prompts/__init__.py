@@ -1,5 +1,6 @@
 """Prompts are data: one Markdown file per prompt, with `## system`, `## user` and (for
-worked examples shown as earlier chat turns) `## assistant` parts, ending with `## user`.
+worked examples shown as earlier chat turns) `## assistant` parts, ending with `## user`;
+single lines that code adds to a prompt live in JSON files (`load_lines`).
 
 Templates use `{name}` placeholders (LangChain f-string templates); literal braces in a
 prompt are written `{{` and `}}`.
@@ -52,8 +53,10 @@ def is_yes_no_question(question: str) -> bool:
 
 
 @cache
-def _reply_forms() -> dict[str, str]:
-    return json.loads((PROMPT_DIR / "reply_forms.json").read_text(encoding="utf-8"))
+def load_lines(name: str) -> dict[str, str]:
+    """Named prompt lines stored in `prompts/NAME.json` (each file says what they are for
+    under `_about`)."""
+    return json.loads((PROMPT_DIR / f"{name}.json").read_text(encoding="utf-8"))
 
 
 def reply_form(question: str) -> str:
@@ -61,4 +64,4 @@ def reply_form(question: str) -> str:
     (`prompts/reply_forms.json`), else nothing, so other questions see the prompt unchanged.
     Without it the 1.5B reader answered "3" to "Do the operas A and B contain the same
     number of acts?"."""
-    return "\n" + _reply_forms()["yes_no"] if is_yes_no_question(question) else ""
+    return "\n" + load_lines("reply_forms")["yes_no"] if is_yes_no_question(question) else ""
