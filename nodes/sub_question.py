@@ -108,7 +108,7 @@ def question_coverage(sub_question: str, question: str) -> float:
 
 
 def _word_key(word: str) -> str:
-    """A word as `question_words` spells it, articles kept so that runs run through them."""
+    """A word compared without case, punctuation or a possessive 's ("Berg's" is "berg")."""
     return re.sub(r"\W|_", "", _POSSESSIVE_END.sub("", word).lower())
 
 
@@ -122,7 +122,7 @@ def answer_in_place(question: str, sub_question: str, answer: str) -> str:
     words = list(_WORD.finditer(question))
     keys = [_word_key(w.group()) for w in words]
     sub_keys = [_word_key(w) for w in _WORD.findall(sub_question)]
-    needed = set(question_words(sub_question)) - CACHE_FILLER_WORDS
+    needed = set(sub_keys) - CACHE_FILLER_WORDS
     best: tuple[int, int] = (0, 0)  # (start, end) of the chosen run of question words
     run = [0] * (len(sub_keys) + 1)  # common run lengths ending at the current word
     for i, key in enumerate(keys, 1):
