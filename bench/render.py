@@ -450,6 +450,10 @@ def qa_cache_study() -> str:
         f"refused by the wording rule without a model call, {same['dm_yes']} confirmed and "
         f"{same['dm_no']} refused by DM_same.",
     ]
+    for key, name in RUNS.items():
+        note = RESULTS / "eval" / name / "note.md"
+        if note.is_file():
+            lines += ["", f"- cache {key} (`{name}`): {note.read_text().strip()}"]
     return "\n".join(lines) + "\n"
 
 
