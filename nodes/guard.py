@@ -3,28 +3,13 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from app.llm import LLMGateway
 from app.settings import SUB_QUESTION_TOKENS
 from graph.state import DeftState
-from nodes.sub_question import clean_sub_question
+from nodes.sub_question import clean_sub_question, has_back_reference
 from prompts import format_qa_table, load_prompt
-
-_PRONOUN = r"\b(he|she|it|they|him|her|his|hers|its|their|theirs|them)\b"
-_POINTER = (
-    r"\b(this|that|these|those|the same|said)\s+(author|writer|person|man|woman|"
-    r"city|town|country|company|film|movie|band|album|book|novel|song|team|place|"
-    r"university|college|school|river|state|show|series|director|singer|actor|"
-    r"actress|player|artist|group|organization|organisation|entity|one)\b"
-)
-_DESCRIPTION = r"\bthe (above|aforementioned|previous|former|latter)\b"
-BACK_REFERENCE = re.compile(f"{_PRONOUN}|{_POINTER}|{_DESCRIPTION}", re.IGNORECASE)
-
-
-def has_back_reference(sub_question: str) -> bool:
-    return bool(BACK_REFERENCE.search(sub_question))
 
 
 def guard_self_contained(state: DeftState, *, gateway: LLMGateway) -> dict[str, Any]:

@@ -12,8 +12,7 @@ from app.llm import LLMGateway
 from app.settings import SUB_QUESTION_TOKENS
 from graph.state import ChainState, ChainStep
 from nodes.answer import is_unknown
-from nodes.guard import has_back_reference
-from nodes.sub_question import clean_sub_question
+from nodes.sub_question import clean_sub_question, has_back_reference
 from prompts import load_prompt
 
 _REFERENCE = re.compile(r"#(\d+)")

@@ -39,6 +39,22 @@ _WORD = re.compile(r"[\w'\u2019.-]*\w")
 _POSSESSIVE_END = re.compile(r"['\u2019]s$", re.IGNORECASE)
 
 
+_PRONOUN = r"\b(he|she|it|they|him|her|his|hers|its|their|theirs|them)\b"
+_POINTER = (
+    r"\b(this|that|these|those|the same|said)\s+(author|writer|person|man|woman|"
+    r"city|town|country|company|film|movie|band|album|book|novel|song|team|place|"
+    r"university|college|school|river|state|show|series|director|singer|actor|"
+    r"actress|player|artist|group|organization|organisation|entity|one)\b"
+)
+_DESCRIPTION = r"\bthe (above|aforementioned|previous|former|latter)\b"
+BACK_REFERENCE = re.compile(f"{_PRONOUN}|{_POINTER}|{_DESCRIPTION}", re.IGNORECASE)
+
+
+def has_back_reference(sub_question: str) -> bool:
+    """It points back ("he", "that city", "the latter") instead of naming the entity."""
+    return bool(BACK_REFERENCE.search(sub_question))
+
+
 def clean_sub_question(text: str) -> str:
     """The first line that looks like a question, without labels or list markers."""
     for line in text.strip().splitlines():
@@ -169,9 +185,11 @@ def rejection(sub_question: str, state: DeftState) -> str:
 
 
 def first_askable_step(plan: list[str], state: DeftState) -> str:
-    """The plan's first step that needs no earlier answer and passes `rejection`."""
+    """The plan's first step that needs no earlier answer ("#1", "that player") and
+    passes `rejection`."""
     for step in plan:
-        if not _ANSWER_REFERENCE.search(step) and not rejection(step, state):
+        needs_answer = _ANSWER_REFERENCE.search(step) or has_back_reference(step)
+        if not needs_answer and not rejection(step, state):
             return step
     return ""
 

@@ -8,7 +8,7 @@ import pytest
 from app.resources import Resources
 from app.settings import Settings
 from graph.deft import build_deft
-from nodes.guard import has_back_reference
+from nodes.sub_question import has_back_reference
 
 
 @pytest.fixture(scope="module")

@@ -27,13 +27,13 @@ from graph.state import merge_passages
 from nodes.answer import echoes_question, is_unknown, read_passages
 from nodes.cache import lookup_qa_cache
 from nodes.final import read_facts_and_passages
-from nodes.guard import has_back_reference
 from nodes.qa_table import update_qa_table
 from nodes.question import take_question
 from nodes.relevance import keep_for_fallback, keep_relevant
 from nodes.sub_question import (
     answer_in_place,
     clean_sub_question,
+    has_back_reference,
     rejection,
     write_sub_question,
 )
@@ -393,9 +393,10 @@ def test_the_trace_shows_which_sub_questions_were_refused_and_why() -> None:
     assert planned["sub_question"] == father and planned["written_by"] == "decomposition"
     assert [r["sub_question"] for r in planned["rejected"]] == [whole]
     assert "whole question" in planned["rejected"][0]["reason"]
-    # A plan step that needs an earlier answer ("#1") cannot come first.
-    unaskable = write({"question": question, "hop": 0}, whole, "1. Who was #1's father?")
-    assert unaskable["sub_question"] == "" and len(unaskable["rejected"]) == 2
+    # A plan step that needs an earlier answer ("#1", "that person") cannot come first.
+    plan = "1. Who was that person's father?\n2. Who was #1's father?"
+    unaskable = write({"question": question, "hop": 0}, whole, plan)
+    assert unaskable["sub_question"] == "" and len(unaskable["rejected"]) == 3
     # Later steps retry the writer, told why.
     row = {"sub_question": "Who is the son of Adud al-Dawla?", "answer": "Fakhr al-Dawla"}
     later = {"question": question, "hop": 1, "qa_table": [row]}
