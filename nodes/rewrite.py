@@ -5,29 +5,20 @@ a line of the context it found)."""
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from app.llm import LLMGateway
 from app.settings import SUB_QUESTION_TOKENS
 from graph.state import ChainState, ChainStep
 from nodes.answer import is_unknown
-from nodes.sub_question import clean_sub_question, has_back_reference
+from nodes.sub_question import clean_sub_question, fill_answers, has_back_reference, needs_answer
 from prompts import load_prompt
-
-_REFERENCE = re.compile(r"#(\d+)")
 
 
 def substitute_answers(question: str, chain: list[ChainStep]) -> str:
     """Replace "#k" by the k-th answer where there is one."""
-
-    def answer(match: re.Match[str]) -> str:
-        k = int(match.group(1))
-        if 0 < k <= len(chain) and not is_unknown(chain[k - 1]["answer"]):
-            return chain[k - 1]["answer"]
-        return match.group(0)
-
-    return _REFERENCE.sub(answer, question)
+    answers = ["" if is_unknown(row["answer"]) else row["answer"] for row in chain]
+    return fill_answers(question, answers)
 
 
 def known_facts(chain: list[ChainStep], context: list[dict[str, Any]]) -> str:
@@ -45,12 +36,12 @@ def rewrite_chain_question(state: ChainState, *, gateway: LLMGateway) -> dict[st
     planned = state["plan"][state.get("step", 0)]
     chain = state.get("chain") or []
     question = substitute_answers(planned, chain)
-    if chain and (_REFERENCE.search(question) or has_back_reference(question)):
+    if chain and (needs_answer(question) or has_back_reference(question)):
         messages = load_prompt("rewrite_sub_question").format_messages(
             qa_table=known_facts(chain, state.get("context") or []), sub_question=question
         )
         rewritten = clean_sub_question(gateway.invoke(messages, max_tokens=SUB_QUESTION_TOKENS))
-        if rewritten and not _REFERENCE.search(rewritten):
+        if rewritten and not needs_answer(rewritten):
             question = rewritten
     return {
         "sub_question": question,

@@ -4,9 +4,10 @@ Sub-questions that got no answer are listed to the LLM as forbidden; a sub-quest
 repeats an earlier one (after normalisation), or rewords the whole question, is rejected
 and the LLM is asked once more, told why. A first sub-question that rewords the whole
 question is instead replaced by the first step of a whole decomposition (ChainRAG's plan
-prompt): told why, the small writer mostly rewords the question again. If the second try
-fails too, the step is spent without a question and the graph moves on (the hop counter
-bounds every loop).
+prompt): told why, the small writer mostly rewords the question again. At later steps the
+plan is the last resort: when the second try fails too, the next planned step, with the
+table's answers put in for "#k", is asked instead. Without one the step is spent without
+a question and the graph moves on (the hop counter bounds every loop).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from tools.qa_cache import normalise_question, question_words
 
 _LEAD = re.compile(r"^(next question|question|sub-question|q\d*)\s*[:.)-]\s*", re.IGNORECASE)
 _NUMBERED = re.compile(r"^\s*\d+\s*[.)]\s*(.+)$")
-_ANSWER_REFERENCE = re.compile(r"#\d")
+_ANSWER_REFERENCE = re.compile(r"#(\d+)")
 _WORD = re.compile(r"[\w'\u2019.-]*\w")
 _POSSESSIVE_END = re.compile(r"['\u2019]s$", re.IGNORECASE)
 
@@ -93,6 +94,22 @@ def plan_sub_questions(question: str, *, gateway: LLMGateway, examples: ExampleB
         examples=examples.render_decompositions(question, WRITER_EXAMPLES), question=question
     )
     return parse_plan(gateway.invoke(messages, max_tokens=PLAN_TOKENS))
+
+
+def fill_answers(step: str, answers: list[str]) -> str:
+    """A plan step with "#k" replaced by the k-th answer where there is one (an empty
+    answer stands for a step that found none)."""
+
+    def answer(match: re.Match[str]) -> str:
+        k = int(match.group(1))
+        return answers[k - 1] if 0 < k <= len(answers) and answers[k - 1] else match.group(0)
+
+    return _ANSWER_REFERENCE.sub(answer, step)
+
+
+def needs_answer(step: str) -> bool:
+    """A plan step still waiting for an earlier answer ("#2")."""
+    return bool(_ANSWER_REFERENCE.search(step))
 
 
 def content_words(text: str) -> set[str]:
@@ -184,13 +201,19 @@ def rejection(sub_question: str, state: DeftState) -> str:
     return ""
 
 
-def first_askable_step(plan: list[str], state: DeftState) -> str:
-    """The plan's first step that needs no earlier answer ("#1", "that player") and
-    passes `rejection`."""
-    for step in plan:
-        needs_answer = _ANSWER_REFERENCE.search(step) or has_back_reference(step)
-        if not needs_answer and not rejection(step, state):
-            return step
+def next_plan_step(plan: list[str], state: DeftState) -> str:
+    """The plan's first step past those the table has answered, with its answers put in
+    for "#k", that needs no answer still missing and passes `rejection`. Before any
+    answer a step that points back ("that player") cannot be asked either; later the
+    guard names what it points to."""
+    table = state.get("qa_table") or []
+    answers = [row["answer"] for row in table]
+    for step in plan[len(table) :]:
+        filled = fill_answers(step, answers)
+        if needs_answer(filled) or (not table and has_back_reference(filled)):
+            continue
+        if not rejection(filled, state):
+            return filled
     return ""
 
 
@@ -208,13 +231,8 @@ def write_sub_question(
     rejected = []
     written_by = "writer"
     reason = rejection(sub_question, state)
-    if reason == hint("repeats_question") and not table:
-        rejected.append({"sub_question": sub_question, "reason": reason})
-        plan = plan_sub_questions(state["question"], gateway=gateway, examples=examples)
-        sub_question, written_by = first_askable_step(plan, state), "decomposition"
-        if not sub_question:
-            rejected += [{"sub_question": q, "reason": "no askable step"} for q in plan]
-    elif reason:  # one more try, told why (and, for a date comparison, what is missing)
+    if reason and (table or reason != hint("repeats_question")):
+        # One more try, told why (and, for a date comparison, what is still missing).
         rejected.append({"sub_question": sub_question, "reason": reason})
         missing = missing_dates(state["question"], table)
         told = hint("still_unknown", reason=reason, missing=missing) if missing else reason
@@ -222,10 +240,18 @@ def write_sub_question(
         sub_question = clean_sub_question(gateway.invoke(retry, max_tokens=SUB_QUESTION_TOKENS))
         written_by = "writer, told why"
         reason = rejection(sub_question, state)
-        if reason:
-            rejected.append({"sub_question": sub_question, "reason": reason})
-            sub_question = ""
+    update: dict[str, Any] = {}
+    if reason:  # the plan's next step instead (planned once per question)
+        rejected.append({"sub_question": sub_question, "reason": reason})
+        plan = state.get("plan") or plan_sub_questions(
+            state["question"], gateway=gateway, examples=examples
+        )
+        update["plan"] = plan
+        sub_question, written_by = next_plan_step(plan, state), "decomposition"
+        if not sub_question:
+            rejected += [{"sub_question": q, "reason": "no askable step"} for q in plan]
     return {
+        **update,
         "sub_question": sub_question,
         "written_by": written_by if sub_question else "",
         "rejected": rejected,

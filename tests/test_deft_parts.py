@@ -402,9 +402,18 @@ def test_the_trace_shows_which_sub_questions_were_refused_and_why() -> None:
     later = {"question": question, "hop": 1, "qa_table": [row]}
     retried = write(later, whole, father)
     assert retried["sub_question"] == father and retried["written_by"] == "writer, told why"
-    gave_up = write(later, whole, whole)
+    # When the retry fails too, the plan's next step is asked, with the answer put in
+    # for "#1"; the plan is made once and kept for the later steps.
+    plan = "1. Who is the son of Adud al-Dawla?\n2. Who is the father of #1?"
+    planned_later = write(later, whole, whole, plan)
+    assert planned_later["sub_question"] == father
+    assert planned_later["written_by"] == "decomposition" and len(planned_later["rejected"]) == 2
+    assert planned_later["plan"] == ["Who is the son of Adud al-Dawla?", "Who is the father of #1?"]
+    answered = {"sub_question": father, "answer": "Buyid"}
+    kept_plan = {**later, "qa_table": [row, answered], "plan": planned_later["plan"]}
+    gave_up = write(kept_plan, whole, whole)  # no third call: the plan is not made again
     assert gave_up["sub_question"] == "" and gave_up["written_by"] == ""
-    assert len(gave_up["rejected"]) == 2
+    assert [r["reason"] for r in gave_up["rejected"][2:]] == ["no askable step"] * 2
 
 
 def test_an_answer_that_repeats_its_question_is_no_answer() -> None:
