@@ -281,8 +281,8 @@ def writer_repeats() -> str:
         "| run | replays | accepted | writer of |",
         "| --- | ---: | ---: | --- |",
     ]
-    for run, v in r["results"].items():
-        lines.append(f"| {run} | {v['replays']} | {v['accepted']} | {v['commit']} |")
+    for v in r["results"].values():
+        lines.append(f"| {v['run']} | {v['replays']} | {v['accepted']} | {v['commit']} |")
     return "\n".join(lines) + "\n"
 
 

@@ -8,7 +8,7 @@ write step whose sub-question was refused twice with at least one refusal a repe
 answered row, the state at that step (question, QA table, unanswerable sub-questions) is
 rebuilt from the trace and the writer is asked again with the embedded model. Prints how
 many replays now yield an accepted sub-question, and each one. Results accumulate in
-bench/results/writer_repeats.json, one entry per run with the commit whose writer ran.
+bench/results/writer_repeats.json, one entry per run and commit whose writer ran.
 """
 
 from __future__ import annotations
@@ -65,7 +65,8 @@ def main() -> None:
                 )
                 print(f"  {replays[-1]}", flush=True)
             accepted = sum(bool(r["now"]) for r in replays)
-            results[folder.name] = {
+            results[f"{folder.name} {ran_on}"] = {  # one entry per run and writer
+                "run": folder.name,
                 "replays": len(replays),
                 "accepted": accepted,
                 "commit": ran_on,
