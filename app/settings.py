@@ -13,11 +13,13 @@ import os
 from copy import copy as dataclass_copy
 from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
-from typing import Any, Literal, get_type_hints
+from typing import Any, Literal, get_args, get_origin, get_type_hints
 
 from app.errors import UserError
 
 RetrievalMode = Literal["dense", "bm25", "fused"]
+SubQuestionMode = Literal["write", "plan"]
+ChainIntegration = Literal["answer", "context"]
 
 # Questions longer than this are refused with a message (no model sees them).
 MAX_QUESTION_CHARS = 2000
@@ -112,6 +114,7 @@ DEFT_SETTINGS = (
     "tau_same",
     "qa_cache",
     "graph_expansion",
+    "sub_questions",
 )
 # Settings a run's `context` may change (the method's knobs). Where models, files and
 # endpoints live is the operator's choice alone, never a request's.
@@ -267,6 +270,15 @@ class Settings:
             "or no answer."
         },
     )
+    sub_questions: SubQuestionMode = field(
+        default="write",
+        metadata={
+            "description": "'write': the writer writes each sub-question from the QA table, "
+            "a decomposition its last resort; 'plan': one decomposition, made at the first "
+            "step, gives each next sub-question (answers put in for #k), the writer only "
+            "where no planned step can be asked."
+        },
+    )
     trained_dm: bool = field(
         default=True,
         metadata={
@@ -274,7 +286,7 @@ class Settings:
             "it measured better than the zero-shot one; off: zero-shot for every kind."
         },
     )
-    chain_integration: str = field(
+    chain_integration: ChainIntegration = field(
         default="answer",
         metadata={
             "description": "ChainRAG's final step: 'answer' (AnsInt, from the sub-answers) "
@@ -329,16 +341,17 @@ class Settings:
             self.llm_api_key = os.environ["OPENAI_API_KEY"]
 
     def _validate(self) -> None:
-        if self.chain_integration not in ("answer", "context"):
-            raise UserError(
-                f"unknown ChainRAG integration {self.chain_integration!r}",
-                hint="use answer (AnsInt) or context (CxtInt)",
-            )
-        if self.retrieval not in ("dense", "bm25", "fused"):
-            raise UserError(
-                f"unknown retrieval mode {self.retrieval!r}",
-                hint="use one of: dense, bm25, fused",
-            )
+        """A setting with a fixed set of values (retrieval, chain_integration, ...) holds
+        one of them."""
+        hints = get_type_hints(type(self))
+        for f in fields(self):
+            allowed = get_args(hints[f.name]) if get_origin(hints[f.name]) is Literal else ()
+            value = getattr(self, f.name)
+            if allowed and value not in allowed:
+                raise UserError(
+                    f"unknown {f.name} {value!r} ({_env_name(f.name)})",
+                    hint=f"use one of: {', '.join(allowed)}",
+                )
         self.home = Path(self.home).expanduser()
 
     @classmethod

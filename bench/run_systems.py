@@ -4,9 +4,9 @@
     .venv/bin/python -m bench.run_systems [--limit 60] [--systems vanilla oracle ...]
         [--benchmarks musique ...]
 
-`deft-noexpand`, `deft-zeroshot`, `deft-nocache` and `chainrag-context` are DeFT without
-sentence-graph expansion, without the trained DM, without the QA cache, and ChainRAG with
-CxtInt; the graph is built first where an index lacks it. `--tag T` names the folders
+`deft-noexpand`, `deft-zeroshot`, `deft-nocache`, `deft-plan` and `chainrag-context` are
+DeFT without sentence-graph expansion, without the trained DM, without the QA cache, with
+its sub-questions planned first (`HOPRAG_SUB_QUESTIONS=plan`), and ChainRAG with CxtInt; the graph is built first where an index lacks it. `--tag T` names the folders
 BENCHMARK-SYSTEM-T: such runs stay out of the main tables (bench/cache_study.py reads
 the QA-cache pair).
 
@@ -32,6 +32,7 @@ VARIANTS = {
     "deft-noexpand": ("deft", {"HOPRAG_GRAPH_EXPANSION": "off"}),
     "deft-zeroshot": ("deft", {"HOPRAG_TRAINED_DM": "off"}),
     "deft-nocache": ("deft", {"HOPRAG_QA_CACHE": "off"}),
+    "deft-plan": ("deft", {"HOPRAG_SUB_QUESTIONS": "plan"}),
     "chainrag-context": ("chainrag", {"HOPRAG_CHAIN_INTEGRATION": "context"}),
 }
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import re
 
+from langgraph.runtime import Runtime
 from tqdm import tqdm
 
 from app.resources import Resources
@@ -48,13 +49,19 @@ def first_hop_passages(bench: str, q: dict) -> set[int]:
 def measure(bench: str, limit: int) -> dict:
     items = [q for q in questions(bench) if q.get("question_decomposition") or q.get("evidences")]
     items = items[:limit]
-    resources = Resources.open(Settings(), bench)
+    settings = Settings()
+    resources = Resources.open(settings, bench)
     rows = []
     try:
         for q in tqdm(items, desc=bench, unit="q"):
             gold = first_hop_passages(bench, q)
             state = {"question": q["question"], "qa_table": [], "unanswerable": []}
-            sub = write_sub_question(state, gateway=resources.gateway, examples=resources.examples)
+            sub = write_sub_question(
+                state,  # type: ignore[arg-type]
+                Runtime(context=settings),
+                gateway=resources.gateway,
+                examples=resources.examples,
+            )
             sub_question = sub["sub_question"]
 
             def hit(query: str, gold: set[int] = gold) -> bool:

@@ -16,6 +16,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from langgraph.runtime import Runtime
+
 from app.embeddings import Embedder
 from app.evaluation import load_run
 from app.llm import LLMGateway
@@ -53,7 +55,12 @@ def main() -> None:
             states = [s for record in records for s in repeat_give_ups(record)]
             replays = []
             for state in states:
-                update = write_sub_question(state, gateway=gateway, examples=examples)  # type: ignore[arg-type]
+                update = write_sub_question(
+                    state,  # type: ignore[arg-type]
+                    Runtime(context=settings),
+                    gateway=gateway,
+                    examples=examples,
+                )
                 last = state["qa_table"][-1] if state["qa_table"] else {}
                 replays.append(
                     {

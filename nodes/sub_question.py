@@ -8,6 +8,9 @@ prompt): told why, the small writer mostly rewords the question again. At later 
 plan is the last resort: when the second try fails too, the next planned step, with the
 table's answers put in for "#k", is asked instead. Without one the step is spent without
 a question and the graph moves on (the hop counter bounds every loop).
+
+With `sub_questions = "plan"` the decomposition comes first: made at the first step, it
+gives each next sub-question, and the writer is asked only where no planned step can be.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import re
 from typing import Any
 
 from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.runtime import Runtime
 from spacy.lang.en.stop_words import STOP_WORDS
 
 from app.llm import LLMGateway
@@ -26,6 +30,7 @@ from app.settings import (
     PLAN_TOKENS,
     SUB_QUESTION_TOKENS,
     WRITER_EXAMPLES,
+    Settings,
 )
 from graph.state import DeftState
 from prompts import load_lines, load_prompt
@@ -218,8 +223,14 @@ def next_plan_step(plan: list[str], state: DeftState) -> str:
 
 
 def write_sub_question(
-    state: DeftState, *, gateway: LLMGateway, examples: ExampleBank
+    state: DeftState, runtime: Runtime[Settings], *, gateway: LLMGateway, examples: ExampleBank
 ) -> dict[str, Any]:
+    plan = state.get("plan") or []
+    if Settings.of(runtime).sub_questions == "plan":
+        plan = plan or plan_sub_questions(state["question"], gateway=gateway, examples=examples)
+        planned = next_plan_step(plan, state)
+        if planned:
+            return next_step(state, planned, "decomposition", [], plan)
     table = state.get("qa_table") or []
     messages = load_prompt("write_sub_question").format_messages(
         examples=examples.render(state["question"], WRITER_EXAMPLES),
@@ -240,21 +251,29 @@ def write_sub_question(
         sub_question = clean_sub_question(gateway.invoke(retry, max_tokens=SUB_QUESTION_TOKENS))
         written_by = "writer, told why"
         reason = rejection(sub_question, state)
-    update: dict[str, Any] = {}
     if reason:  # the plan's next step instead (planned once per question)
         rejected.append({"sub_question": sub_question, "reason": reason})
-        plan = state.get("plan") or plan_sub_questions(
-            state["question"], gateway=gateway, examples=examples
-        )
-        update["plan"] = plan
+        plan = plan or plan_sub_questions(state["question"], gateway=gateway, examples=examples)
         sub_question, written_by = next_plan_step(plan, state), "decomposition"
         if not sub_question:
             rejected += [{"sub_question": q, "reason": "no askable step"} for q in plan]
+    return next_step(state, sub_question, written_by, rejected, plan)
+
+
+def next_step(
+    state: DeftState,
+    sub_question: str,
+    written_by: str,
+    rejected: list[dict[str, str]],
+    plan: list[str],
+) -> dict[str, Any]:
+    """The update that starts step t+1 with `sub_question` ("" when none could be
+    asked) and clears what the previous step found."""
     return {
-        **update,
         "sub_question": sub_question,
         "written_by": written_by if sub_question else "",
         "rejected": rejected,
+        "plan": plan,
         "hop": state.get("hop", 0) + 1,
         "rewritten_from": "",
         "cache_hit": None,

@@ -68,7 +68,7 @@ def test_malformed_corpus_and_bad_settings(home: Path, tmp_path: Path) -> None:
     proc = run_cli("index", "list", home=home, env={"HOPRAG_TOP_K": "many"})
     assert_user_error(proc, "HOPRAG_TOP_K")
     proc = run_cli("index", "list", home=home, env={"HOPRAG_RETRIEVAL": "psychic"})
-    assert_user_error(proc, "retrieval mode")
+    assert_user_error(proc, "unknown retrieval", "dense, bm25, fused")
 
 
 def test_index_lifecycle(home: Path, tmp_path: Path) -> None:

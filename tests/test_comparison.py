@@ -254,6 +254,7 @@ def test_the_writer_is_told_what_a_comparison_lacks_when_it_repeats_itself() -> 
     writer = ScriptedWriter("Who directed Getting In?", "When was Doug Liman born?")
     update = write_sub_question(
         {"question": question, "qa_table": table, "hop": 1},  # type: ignore[arg-type]
+        Runtime(),  # type: ignore[arg-type]
         gateway=writer,  # type: ignore[arg-type]
         examples=NoExamples(),  # type: ignore[arg-type]
     )

@@ -381,9 +381,10 @@ def test_the_trace_shows_which_sub_questions_were_refused_and_why() -> None:
     whole = "Who was Fakhr al-Dawla's paternal grandfather?"
     father = "Who is the father of Fakhr al-Dawla?"
 
-    def write(state: dict, *replies: str) -> dict:
+    def write(state: dict, *replies: str, mode: str = "write") -> dict:
         return write_sub_question(
             state,  # type: ignore[arg-type]
+            Runtime(Settings(sub_questions=mode)),  # type: ignore[arg-type]
             gateway=ScriptedWriter(*replies),  # type: ignore[arg-type]
             examples=NoExamples(),  # type: ignore[arg-type]
         )
@@ -414,6 +415,17 @@ def test_the_trace_shows_which_sub_questions_were_refused_and_why() -> None:
     gave_up = write(kept_plan, whole, whole)  # no third call: the plan is not made again
     assert gave_up["sub_question"] == "" and gave_up["written_by"] == ""
     assert [r["reason"] for r in gave_up["rejected"][2:]] == ["no askable step"] * 2
+    # Plan first: the decomposition, made at the first step, gives each next step with no
+    # writer call; the writer is asked only where no planned step can be.
+    plan = f"1. {whole}\n2. Who is the son of Adud al-Dawla?\n3. Who is the father of #2?"
+    first = write({"question": question, "hop": 0}, plan, mode="plan")
+    assert first["sub_question"] == "Who is the son of Adud al-Dawla?"
+    assert first["written_by"] == "decomposition" and first["rejected"] == []
+    after = {**later, "qa_table": [row, row], "plan": first["plan"]}
+    assert write(after, mode="plan")["sub_question"] == "Who is the father of Fakhr al-Dawla?"
+    exhausted = {**later, "qa_table": [row, row, answered], "plan": first["plan"]}
+    by_writer = write(exhausted, "Which dynasty did Fakhr al-Dawla belong to?", mode="plan")
+    assert by_writer["written_by"] == "writer"
 
 
 def test_an_answer_that_repeats_its_question_is_no_answer() -> None:

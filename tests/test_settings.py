@@ -52,7 +52,8 @@ def test_request_settings_are_the_method_knobs_with_their_types() -> None:
         ({"tau_rel": [1]}, "not a valid float"),
         ({"home": "/"}, "cannot be set per request"),
         ({"llm_base_url": "http://elsewhere/v1"}, "cannot be set per request"),
-        ({"retrieval": "psychic"}, "retrieval mode"),
+        ({"retrieval": "psychic"}, "unknown retrieval 'psychic'"),
+        ({"sub_questions": "guess"}, "use one of: write, plan"),
     ]:
         with pytest.raises(UserError, match=message):
             Settings().with_request(bad, strict=True)
