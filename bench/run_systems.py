@@ -6,9 +6,10 @@
 
 `deft-noexpand`, `deft-zeroshot`, `deft-nocache`, `deft-plan` and `chainrag-context` are
 DeFT without sentence-graph expansion, without the trained DM, without the QA cache, with
-its sub-questions planned first (`HOPRAG_SUB_QUESTIONS=plan`), and ChainRAG with CxtInt; the graph is built first where an index lacks it. `--tag T` names the folders
-BENCHMARK-SYSTEM-T: such runs stay out of the main tables (bench/cache_study.py reads
-the QA-cache pair).
+its sub-questions planned first (`HOPRAG_SUB_QUESTIONS=plan`), and ChainRAG with CxtInt;
+the graph is built first where an index lacks it. `--tag T` names the folders
+BENCHMARK-SYSTEM-T: such runs stay out of the main tables (bench/cache_study.py reads the
+QA-cache pair).
 
 Run folders land in bench/results/eval/BENCHMARK-SYSTEM/; `python -m bench.render`
 turns their summaries into docs/BENCHMARKS.md.

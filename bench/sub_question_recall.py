@@ -100,7 +100,9 @@ def main() -> None:
         print(bench, summary)
     variants = (load_results("sub_question_recall") or {}).get("variants", {})
     variants[args.variant] = summaries
-    command = f"python -m bench.sub_question_recall --variant '{args.variant}'"
+    mode = Settings().sub_questions
+    env = f"HOPRAG_SUB_QUESTIONS={mode} " if mode != "write" else ""
+    command = f"{env}python -m bench.sub_question_recall --variant '{args.variant}'"
     save("sub_question_recall", {"command": command, **results, "variants": variants})
 
 
