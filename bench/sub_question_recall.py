@@ -94,6 +94,9 @@ def main() -> None:
     parser.add_argument("--benchmarks", nargs="+", default=["musique", "2wikimultihopqa"])
     parser.add_argument("--variant", default="shipped", help="name of the writer measured")
     args = parser.parse_args()
+    missing = [b for b in args.benchmarks if not (Settings().indexes_dir / b).is_dir()]
+    if missing:  # before any model call, not after the first benchmark's
+        parser.error(f"no index for {', '.join(missing)}: run `hoprag index` on its corpus first")
     results = {bench: measure(bench, args.limit) for bench in args.benchmarks}
     summaries = {b: {k: v for k, v in r.items() if k != "rows"} for b, r in results.items()}
     for bench, summary in summaries.items():
