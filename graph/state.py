@@ -101,7 +101,8 @@ class DeftState(TurnState, total=False):
     hop: int  # t, the sub-question step counter
     sub_question: str
     written_by: str  # writer | writer, told why | decomposition (the writer's tries failed)
-    plan: list[str]  # ChainRAG's decomposition, made once, the first time the writer fails
+    plan: list[str]  # ChainRAG's decomposition, made once (first step, or the writer failing)
+    plan_step: int  # plan steps before this one were asked already (answered or not)
     rejected: list[dict[str, str]]  # this step's candidate sub-questions the rules refused, why
     rewritten_from: str
     cache_hit: dict[str, Any] | None

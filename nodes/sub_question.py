@@ -206,20 +206,22 @@ def rejection(sub_question: str, state: DeftState) -> str:
     return ""
 
 
-def next_plan_step(plan: list[str], state: DeftState) -> str:
-    """The plan's first step past those the table has answered, with its answers put in
-    for "#k", that needs no answer still missing and passes `rejection`. Before any
+def next_plan_step(plan: list[str], state: DeftState) -> tuple[int, str]:
+    """The plan's first step past those the table has answered and those asked before,
+    with the table's answers put in for "#k", that needs no answer still missing and
+    passes `rejection`; with its position (-1 and "" when there is none). Before any
     answer a step that points back ("that player") cannot be asked either; later the
     guard names what it points to."""
     table = state.get("qa_table") or []
     answers = [row["answer"] for row in table]
-    for step in plan[len(table) :]:
+    start = max(len(table), state.get("plan_step", 0))
+    for position, step in enumerate(plan[start:], start):
         filled = fill_answers(step, answers)
         if needs_answer(filled) or (not table and has_back_reference(filled)):
             continue
         if not rejection(filled, state):
-            return filled
-    return ""
+            return position, filled
+    return -1, ""
 
 
 def write_sub_question(
@@ -228,9 +230,9 @@ def write_sub_question(
     plan = state.get("plan") or []
     if Settings.of(runtime).sub_questions == "plan":
         plan = plan or plan_sub_questions(state["question"], gateway=gateway, examples=examples)
-        planned = next_plan_step(plan, state)
+        position, planned = next_plan_step(plan, state)
         if planned:
-            return next_step(state, planned, "decomposition", [], plan)
+            return next_step(state, planned, "decomposition", [], plan, position)
     table = state.get("qa_table") or []
     messages = load_prompt("write_sub_question").format_messages(
         examples=examples.render(state["question"], WRITER_EXAMPLES),
@@ -254,9 +256,11 @@ def write_sub_question(
     if reason:  # the plan's next step instead (planned once per question)
         rejected.append({"sub_question": sub_question, "reason": reason})
         plan = plan or plan_sub_questions(state["question"], gateway=gateway, examples=examples)
-        sub_question, written_by = next_plan_step(plan, state), "decomposition"
+        position, sub_question = next_plan_step(plan, state)
+        written_by = "decomposition"
         if not sub_question:
             rejected += [{"sub_question": q, "reason": "no askable step"} for q in plan]
+        return next_step(state, sub_question, written_by, rejected, plan, position)
     return next_step(state, sub_question, written_by, rejected, plan)
 
 
@@ -266,14 +270,18 @@ def next_step(
     written_by: str,
     rejected: list[dict[str, str]],
     plan: list[str],
+    plan_position: int = -1,
 ) -> dict[str, Any]:
     """The update that starts step t+1 with `sub_question` ("" when none could be
-    asked) and clears what the previous step found."""
+    asked) and clears what the previous step found. A planned step is not asked twice:
+    the guard may reword it, and the reworded one alone is listed when it finds nothing."""
+    taken = state.get("plan_step", 0)
     return {
         "sub_question": sub_question,
         "written_by": written_by if sub_question else "",
         "rejected": rejected,
         "plan": plan,
+        "plan_step": plan_position + 1 if plan_position >= 0 else taken,
         "hop": state.get("hop", 0) + 1,
         "rewritten_from": "",
         "cache_hit": None,

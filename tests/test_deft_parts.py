@@ -426,6 +426,13 @@ def test_the_trace_shows_which_sub_questions_were_refused_and_why() -> None:
     exhausted = {**later, "qa_table": [row, row, answered], "plan": first["plan"]}
     by_writer = write(exhausted, "Which dynasty did Fakhr al-Dawla belong to?", mode="plan")
     assert by_writer["written_by"] == "writer"
+    # A planned step is asked once: "Who was his father?", which the guard reworded and
+    # which found nothing, is not planned again (the writer is asked instead).
+    pointing = ["Who is the son of Adud al-Dawla?", "Who was his father?"]
+    taken = write({**later, "plan": pointing}, mode="plan")
+    assert taken["sub_question"] == "Who was his father?" and taken["plan_step"] == 2
+    unanswered = {**later, "plan": pointing, "plan_step": 2, "unanswerable": [father]}
+    assert write(unanswered, "Who was Adud al-Dawla?", mode="plan")["written_by"] == "writer"
 
 
 def test_an_answer_that_repeats_its_question_is_no_answer() -> None:
