@@ -9,6 +9,8 @@ a benchmark script, with its date, machine and exact command.
 from __future__ import annotations
 
 import json
+import re
+from itertools import takewhile
 from typing import Any
 
 from app.evaluation import SUMMARY_COLUMNS, load_run, summarise
@@ -23,7 +25,12 @@ file is generated from `bench/results/*.json` by `python -m bench.render`. Data:
 
 
 def _header(r: dict[str, Any]) -> str:
-    return f"Measured {r['date']} on {r['machine']} with `.venv/bin/{r['command']}`.\n"
+    """Where and how a result was measured: the command as run from the repository root,
+    environment settings first, then the venv's program."""
+    words = r["command"].split()
+    env = list(takewhile(lambda w: re.fullmatch(r"[A-Z_]+=\S*", w), words))
+    command = " ".join([*env, ".venv/bin/" + " ".join(words[len(env) :])])
+    return f"Measured {r['date']} on {r['machine']} with `{command}`.\n"
 
 
 def index_build() -> str:
@@ -251,7 +258,10 @@ def sub_question_recall() -> str:
         "`writer retry`: a first sub-question that restated the question was sent back to "
         "the writer, told why, which mostly restated it again. `decomposition for a "
         "reworded first step`: it is replaced by the first step of a whole decomposition "
-        "(ChainRAG's plan prompt) that needs no earlier answer and passes the rules.",
+        "(ChainRAG's plan prompt) that needs no earlier answer and passes the rules. "
+        "`plan first`: `HOPRAG_SUB_QUESTIONS=plan`, where the writer is not asked at the "
+        "first step; the decomposition's first askable step is the sub-question (measured "
+        "on MuSiQue only).",
         "",
         "All prompts show the three most similar *training* questions with their gold "
         "decompositions (`app/data/sub_question_examples.json`, built by "
