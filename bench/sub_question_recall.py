@@ -46,10 +46,9 @@ def first_hop_passages(bench: str, q: dict) -> set[int]:
     }
 
 
-def measure(bench: str, limit: int) -> dict:
+def measure(bench: str, limit: int, settings: Settings) -> dict:
     items = [q for q in questions(bench) if q.get("question_decomposition") or q.get("evidences")]
     items = items[:limit]
-    settings = Settings()
     resources = Resources.open(settings, bench)
     rows = []
     try:
@@ -94,16 +93,17 @@ def main() -> None:
     parser.add_argument("--benchmarks", nargs="+", default=["musique", "2wikimultihopqa"])
     parser.add_argument("--variant", default="shipped", help="name of the writer measured")
     args = parser.parse_args()
-    missing = [b for b in args.benchmarks if not (Settings().indexes_dir / b).is_dir()]
+    settings = Settings()
+    missing = [b for b in args.benchmarks if not (settings.indexes_dir / b).is_dir()]
     if missing:  # before any model call, not after the first benchmark's
         parser.error(f"no index for {', '.join(missing)}: run `hoprag index` on its corpus first")
-    results = {bench: measure(bench, args.limit) for bench in args.benchmarks}
+    results = {bench: measure(bench, args.limit, settings) for bench in args.benchmarks}
     summaries = {b: {k: v for k, v in r.items() if k != "rows"} for b, r in results.items()}
     for bench, summary in summaries.items():
         print(bench, summary)
     variants = (load_results("sub_question_recall") or {}).get("variants", {})
     variants[args.variant] = summaries
-    mode = Settings().sub_questions
+    mode = settings.sub_questions
     env = f"HOPRAG_SUB_QUESTIONS={mode} " if mode != "write" else ""
     command = f"{env}python -m bench.sub_question_recall --variant '{args.variant}'"
     save("sub_question_recall", {"command": command, **results, "variants": variants})
