@@ -156,7 +156,11 @@ def evaluations() -> str:
         "time on the 2-core machine, which at times also ran other jobs (tests, calibration), "
         "so they are upper bounds; runs made after 16:00 UTC on 2026-11-29 ran two at a time "
         "with one llama.cpp thread each (`HOPRAG_LLM_THREADS=1`), so their seconds are "
-        "roughly twice a solo run's. A fresh `deft` run starts with a cold QA cache.",
+        "roughly twice a solo run's. A fresh `deft` run starts with a cold QA cache. "
+        "`dm_calls` counts the DM judgements a run's trace records (DeFT: relevance of each "
+        "retrieved or reached passage, depth, direct, sufficiency, same-question; ChainRAG: "
+        "relevance of each gathered sentence; neither counts the reranking of seed "
+        "sentences).",
         "",
     ]
     for bench, summaries in by_bench.items():

@@ -142,6 +142,7 @@ class ChainState(TurnState, total=False):
     gathered: list[dict[str, Any]]  # sentences read for the current sub-question
     chain: Annotated[list[ChainStep], operator.add]
     context: Annotated[list[dict[str, Any]], operator.add]  # every gathered sentence
+    decisions: Annotated[list[Decision], operator.add]  # DM relevance of gathered sentences
     passages: Annotated[list[dict[str, Any]], merge_passages]
     answer: str
     answer_passage_ids: list[int]

@@ -13,6 +13,7 @@ from langgraph.runtime import Runtime
 from app.settings import CHAIN_READ_WORDS, Settings
 from graph.state import ChainState
 from nodes.expand import as_passages
+from nodes.relevance import score_relevance
 from tools.decision import DecisionModel
 from tools.sentence_graph import GraphSentence, SentenceGraph
 
@@ -42,7 +43,18 @@ def gather_sentences(
         return dm.p_direct(q, as_passages(sentences)) >= settings.tau_direct
 
     gathered = graph.expand(graph.seed_sentences(question), question, sufficient=sufficient)
-    relevance = dm.p_rel(question, [s.as_passage() for s in gathered], stored=False)
+    relevance, decisions = score_relevance(
+        dm,
+        question,
+        [s.as_passage() for s in gathered],
+        settings,
+        state.get("step", 0) + 1,
+        stored=False,
+    )
     read = best_within(gathered, relevance, CHAIN_READ_WORDS)
     # The step reads its best sentences; CxtInt later reranks everything gathered.
-    return {"gathered": [asdict(s) for s in read], "context": [asdict(s) for s in gathered]}
+    return {
+        "gathered": [asdict(s) for s in read],
+        "context": [asdict(s) for s in gathered],
+        "decisions": decisions,
+    }

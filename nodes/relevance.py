@@ -51,9 +51,12 @@ def score_relevance(
     passages: Sequence[dict[str, Any]],
     settings: Settings,
     step: int,
+    *,
+    stored: bool = True,
 ) -> tuple[list[float], list[Decision]]:
-    """Score every passage in one batch and record one decision per passage."""
-    scores, seconds = timed(lambda: dm.p_rel(question, passages))
+    """Score every passage in one batch and record one decision per passage (`stored`:
+    as `DecisionModel.p_rel`)."""
+    scores, seconds = timed(lambda: dm.p_rel(question, passages, stored=stored))
     share = seconds / max(1, len(passages))
     decisions = [
         decide("rel", step, [p["id"]], s, settings.tau_rel, dm.backend("rel"), share)

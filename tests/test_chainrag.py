@@ -66,5 +66,8 @@ def test_chainrag_end_to_end_with_context_integration(
     assert 1 <= len(final["plan"]) <= 4 and len(final["chain"]) == len(final["plan"])
     assert not any("#" in row["sub_question"] for row in final["chain"][:1])
     assert final["context"] and all(s["text"] for s in final["context"])
+    # every gathered sentence was judged for relevance, and the judgement is in the trace
+    assert len(final["decisions"]) == len(final["context"])
+    assert {d["kind"] for d in final["decisions"]} == {"rel"}
     assert final["passages"] and final["answer_passage_ids"]
     assert "ulden" in final["answer"].lower()
