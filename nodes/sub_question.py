@@ -224,13 +224,21 @@ def next_plan_step(plan: list[str], state: DeftState) -> tuple[int, str]:
     return -1, ""
 
 
+def planned_step(
+    plan: list[str], state: DeftState, *, gateway: LLMGateway, examples: ExampleBank
+) -> tuple[list[str], int, str]:
+    """The decomposition (made on first need: once per question) and the position and
+    text of its next askable step (-1, "" when none is)."""
+    plan = plan or plan_sub_questions(state["question"], gateway=gateway, examples=examples)
+    return plan, *next_plan_step(plan, state)
+
+
 def write_sub_question(
     state: DeftState, runtime: Runtime[Settings], *, gateway: LLMGateway, examples: ExampleBank
 ) -> dict[str, Any]:
     plan = state.get("plan") or []
     if Settings.of(runtime).sub_questions == "plan":
-        plan = plan or plan_sub_questions(state["question"], gateway=gateway, examples=examples)
-        position, planned = next_plan_step(plan, state)
+        plan, position, planned = planned_step(plan, state, gateway=gateway, examples=examples)
         if planned:
             return next_step(state, planned, "decomposition", [], plan, position)
     table = state.get("qa_table") or []
@@ -255,8 +263,7 @@ def write_sub_question(
         reason = rejection(sub_question, state)
     if reason:  # the plan's next step instead (planned once per question)
         rejected.append({"sub_question": sub_question, "reason": reason})
-        plan = plan or plan_sub_questions(state["question"], gateway=gateway, examples=examples)
-        position, sub_question = next_plan_step(plan, state)
+        plan, position, sub_question = planned_step(plan, state, gateway=gateway, examples=examples)
         written_by = "decomposition"
         if not sub_question:
             rejected += [{"sub_question": q, "reason": "no askable step"} for q in plan]
