@@ -34,7 +34,7 @@ from app.settings import (
 )
 from graph.state import DeftState
 from prompts import load_lines, load_prompt
-from tools.comparison import missing_dates
+from tools.comparison import asks_for_date, is_date, missing_dates
 from tools.examples import ExampleBank, render_steps
 from tools.qa_cache import normalise_question, question_words
 
@@ -103,11 +103,20 @@ def plan_sub_questions(question: str, *, gateway: LLMGateway, examples: ExampleB
 
 def fill_answers(step: str, answers: list[str]) -> str:
     """A plan step with "#k" replaced by the k-th answer where there is one (an empty
-    answer stands for a step that found none)."""
+    answer stands for a step that found none). A step that asks when is not given a date
+    to ask about: the 1.5B model's plans often point such a step at the wrong answer
+    ("When was #2 born?" with #2 the first director's birth date, where #3, the second
+    director, was meant), and "When was 1892 born?" finds nothing. There the latest
+    answer that is not a date is meant; with none, "#k" stays."""
+    date_question = asks_for_date(step)
 
     def answer(match: re.Match[str]) -> str:
         k = int(match.group(1))
-        return answers[k - 1] if 0 < k <= len(answers) and answers[k - 1] else match.group(0)
+        if not 0 < k <= len(answers) or not answers[k - 1]:
+            return match.group(0)
+        if date_question and is_date(answers[k - 1]):
+            return next((a for a in reversed(answers) if a and not is_date(a)), match.group(0))
+        return answers[k - 1]
 
     return _ANSWER_REFERENCE.sub(answer, step)
 

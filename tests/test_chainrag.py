@@ -40,6 +40,22 @@ def test_references_are_filled_with_earlier_answers() -> None:
     assert "no answer found; context: Dune is set on Arrakis." in facts
 
 
+def test_a_when_step_pointed_at_a_date_asks_about_the_latest_named_answer() -> None:
+    # the plan's step 4 points at #2 (a birth date) where #3, the second director, was meant
+    chain = [
+        _row("Who directed South American George?", "Marcel Varnel"),
+        _row("When was Marcel Varnel born?", "1892"),
+        _row("Who directed Getting In?", "Doug Liman"),
+    ]
+    assert substitute_answers("When was #2 born?", chain) == "When was Doug Liman born?"
+    assert substitute_answers("When was #1 born?", chain) == "When was Marcel Varnel born?"
+    # a date answer still fills a step that does not ask when
+    assert substitute_answers("Who ruled France in #2?", chain) == "Who ruled France in 1892?"
+    assert substitute_answers("When was #1 born?", [_row("When?", "8 April 1977")]) == (
+        "When was #1 born?"
+    )
+
+
 def test_routing_loops_over_the_plan_then_integrates() -> None:
     answer, context = Runtime(Settings()), Runtime(Settings(chain_integration="context"))
     state = {"plan": ["a?", "b?"], "step": 1}

@@ -12,8 +12,10 @@ from nodes.sufficiency import check_sufficiency
 from tools.comparison import (
     Date,
     as_tool,
+    asks_for_date,
     compare_dates,
     comparison_options,
+    is_date,
     missing_dates,
     parse_date,
     same_value,
@@ -52,6 +54,30 @@ def rows(*triples: tuple[str, str, int]) -> list[dict]:
 )
 def test_parse_date(text: str, date: Date | None) -> None:
     assert parse_date(text) == date
+
+
+@pytest.mark.parametrize(
+    ("text", "date_only"),
+    [
+        ("1892", True),
+        ("8 April 1977", True),
+        ("March 4, 1993", True),
+        ("c. 1900", True),
+        ("2001: A Space Odyssey", False),
+        ("Doug Liman", False),
+        ("the 1990s", False),
+    ],
+)
+def test_is_date_takes_dates_and_nothing_else(text: str, date_only: bool) -> None:
+    assert is_date(text) is date_only
+
+
+def test_asks_for_date() -> None:
+    assert asks_for_date("When was Doug Liman born?")
+    assert asks_for_date("In what year did #1 die?")
+    assert asks_for_date("which date is it?")
+    assert not asks_for_date("Who directed #1?")
+    assert not asks_for_date("Whence came #1?")
 
 
 def test_options_and_what_is_asked() -> None:

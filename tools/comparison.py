@@ -110,6 +110,26 @@ def parse_date(text: str) -> Date | None:
     return Date(int(years[0]), month, days[0] if month and len(days) == 1 else 0)
 
 
+_DATE_WORD = re.compile(r"^(\d{1,4}(?:st|nd|rd|th)?|c|ca)$")
+_ASKS_FOR_DATE = re.compile(
+    r"^(when|(in |on )?(what|which) (year|date|day|month))\b", re.IGNORECASE
+)
+
+
+def is_date(text: str) -> bool:
+    """The text is a date and nothing else ("1892", "8 April 1977"): no title holding a
+    year ("2001: A Space Odyssey")."""
+    words = [w.lower().strip(".,()") for w in text.split()]
+    return parse_date(text) is not None and all(
+        w in _MONTHS or _DATE_WORD.match(w) for w in words if w
+    )
+
+
+def asks_for_date(question: str) -> bool:
+    """The question asks when ("When was ...", "In what year ...")."""
+    return bool(_ASKS_FOR_DATE.match(question.strip()))
+
+
 def comparison_options(question: str) -> tuple[str, tuple[str, str]] | None:
     """What a "which one" question asks (the part before the options) and the two things
     it compares, as it writes them."""
