@@ -63,6 +63,8 @@ _YEAR = re.compile(r"\b(1\d{3}|20\d{2})\b")
 _ISO = re.compile(r"\b(1\d{3}|20\d{2})-(\d{1,2})-(\d{1,2})\b")
 _DAY = re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)?\b")
 _PARENTHESIS = re.compile(r"\s*\([^)]*\)")
+_DATE_WORD = re.compile(r"^(\d{1,4}(?:st|nd|rd|th)?|c|ca)$")  # a word a bare date may hold
+_ASKS_FOR_DATE = re.compile(r"^(when|(in |on )?(what|which) (year|date|day|month))\b", re.I)
 _YES_NO_OPENERS = {"are", "is", "do", "does", "did", "were", "was", "have", "has"}
 
 
@@ -108,12 +110,6 @@ def parse_date(text: str) -> Date | None:
     rest = _YEAR.sub(" ", text)
     days = [int(d) for d in _DAY.findall(rest) if 1 <= int(d) <= 31]
     return Date(int(years[0]), month, days[0] if month and len(days) == 1 else 0)
-
-
-_DATE_WORD = re.compile(r"^(\d{1,4}(?:st|nd|rd|th)?|c|ca)$")
-_ASKS_FOR_DATE = re.compile(
-    r"^(when|(in |on )?(what|which) (year|date|day|month))\b", re.IGNORECASE
-)
 
 
 def is_date(text: str) -> bool:
