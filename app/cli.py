@@ -16,7 +16,7 @@ import typer
 from typer.core import TyperGroup
 
 from app.errors import UserError
-from app.settings import Settings
+from app.settings import TRACE_DECISION_BATCH, Settings
 
 HELP = """hoprag answers questions whose answer needs facts from several passages.
 
@@ -275,6 +275,43 @@ def _print_decision(decision: dict[str, Any], err: bool = True) -> None:
     )
 
 
+class DecisionLines:
+    """Trace lines for decisions. A batch of more than `TRACE_DECISION_BATCH` judgements
+    of one kind at one step (ChainRAG judges every gathered sentence, some 100 a hop)
+    becomes one summary line naming the yes ones, so a trace stays readable."""
+
+    def __init__(self, err: bool = True) -> None:
+        self.err = err
+        self.batch: list[dict[str, Any]] = []
+        self.key: tuple[Any, ...] = ()
+
+    def add(self, decision: dict[str, Any]) -> None:
+        key = (decision["kind"], decision["step"], decision["backend"])
+        if key != self.key:
+            self.flush()
+            self.key = key
+        self.batch.append(decision)
+
+    def flush(self) -> None:
+        batch, self.batch = self.batch, []
+        if len(batch) <= TRACE_DECISION_BATCH:
+            for decision in batch:
+                _print_decision(decision, self.err)
+            return
+        first = batch[0]
+        yes = sorted((d for d in batch if d["outcome"]), key=lambda d: -d["p_yes"])
+        named = ", ".join(f"{d['inputs'][0]} {d['p_yes']:.2f}" for d in yes[:TRACE_DECISION_BATCH])
+        more = (
+            f" (+{len(yes) - TRACE_DECISION_BATCH} more)" if len(yes) > TRACE_DECISION_BATCH else ""
+        )
+        typer.echo(
+            f"    decision {first['kind']:6s} step {first['step']} x{len(batch)}: "
+            f"{len(yes)} yes at p >= {first['threshold']:.2f} ({first['backend']})"
+            f"{': ' + named + more if yes else ''}",
+            err=self.err,
+        )
+
+
 def _print_expansion(expansion: dict[str, Any], err: bool = True) -> None:
     typer.echo(
         f"    expansion: {expansion['reason']}; {expansion['sentences']} sentences over "
@@ -322,6 +359,7 @@ def _run(
                 "configurable": {"thread_id": thread_id},
                 "metadata": {"system": system, "index": settings.index},
             }
+            decision_lines = DecisionLines()
             try:
                 for mode, chunk in graph.stream(
                     graph_input, config, context=settings, stream_mode=["updates", "custom"]
@@ -329,8 +367,10 @@ def _run(
                     if not trace:
                         continue
                     if mode == "custom" and "decision" in chunk:
-                        _print_decision(chunk["decision"])
-                    elif mode == "custom" and "expansion" in chunk:
+                        decision_lines.add(chunk["decision"])
+                        continue
+                    decision_lines.flush()
+                    if mode == "custom" and "expansion" in chunk:
                         _print_expansion(chunk["expansion"])
                     elif mode == "updates":
                         for node, update in chunk.items():
@@ -479,8 +519,10 @@ def trace_thread(
     typer.echo(f"question: {values.get('question', '')}")
     for step in record.steps:
         _print_step(step.node, step.update, err=False)
+        decision_lines = DecisionLines(err=False)
         for decision in step.update.get("decisions") or []:
-            _print_decision(decision, err=False)
+            decision_lines.add(decision)
+        decision_lines.flush()
         if step.update.get("expansion"):
             _print_expansion(step.update["expansion"], err=False)
     if not record.finished:

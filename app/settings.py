@@ -95,6 +95,9 @@ SPACY_BATCH_SIZE = 64
 CHAT_HISTORY_MESSAGES = 6
 CHAT_HISTORY_CHARS = 400
 
+# Traces: more decisions than this of one kind at one step print as one summary line.
+TRACE_DECISION_BATCH = 10
+
 # Embedded llama.cpp server.
 SERVER_START_TIMEOUT_S = 180.0
 SERVER_HEALTH_POLL_S = 0.5

@@ -184,3 +184,23 @@ def test_the_trace_line_of_a_rule_decided_comparison_shows_the_dates(capsys) -> 
     _print_step("fallback_answer", {"answer": "B", "comparison": comparison})
     line = capsys.readouterr().err
     assert line == "[fallback_answer] answer=B  compared=A 1934 vs B 1914-10-15\n"
+
+
+def test_a_long_batch_of_decisions_prints_as_one_line_naming_the_yes_ones(capsys) -> None:
+    from app.cli import DecisionLines
+    from app.settings import TRACE_DECISION_BATCH
+    from nodes.decisions import decide
+
+    lines = DecisionLines()
+    sentences = [decide("rel", 1, [f"s{i}"], i / 100, 0.5, "trained") for i in range(40, 70)]
+    for decision in sentences:
+        lines.add(decision)
+    lines.add(decide("direct", 1, ["q"], 0.2, 0.7, "trained"))
+    lines.flush()
+    out = capsys.readouterr().err.splitlines()
+    assert len(sentences) > TRACE_DECISION_BATCH
+    assert out[0].startswith("    decision rel    step 1 x30: 20 yes at p >= 0.50 (trained): ")
+    assert "s69 0.69, s68 0.68" in out[0] and "(+10 more)" in out[0]
+    assert "s49" not in out[0]
+    assert out[1].startswith("    decision direct step 1 p=0.20 vs 0.70 -> no (trained)")
+    assert len(out) == 2
