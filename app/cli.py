@@ -221,6 +221,38 @@ def graph_build(
     typer.echo(json.dumps(report, indent=2))
 
 
+@graph_app.command("stats")
+def graph_stats(
+    index: Annotated[str, typer.Option("--index", "-i", help="Index name.")],
+) -> None:
+    """Load an index's sentence graph as every run does; its size and load seconds."""
+    import time
+
+    from app.store import CorpusIndex
+    from tools.sentence_graph import SentenceGraph
+
+    corpus = CorpusIndex.open(_settings(), index)
+    try:
+        started = time.perf_counter()
+        # Loading needs no model: the embedder and DM are used by queries only.
+        graph = SentenceGraph.open(corpus, embedder=None, dm=None)
+        seconds = time.perf_counter() - started
+        if graph is None:
+            raise UserError(
+                f"index {index!r} has no sentence graph",
+                hint=f"hoprag graph build --index {index}",
+            )
+        report = {
+            "index": index,
+            "sentences": len(graph),
+            "edges": graph.edge_counts(),
+            "load_seconds": round(seconds, 3),
+        }
+    finally:
+        corpus.close()
+    typer.echo(json.dumps(report, indent=2))
+
+
 def _print_step(node: str, update: Any, err: bool = True) -> None:
     """One line per finished node of a traced run."""
     update = update if isinstance(update, dict) else {}

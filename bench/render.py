@@ -334,6 +334,17 @@ def graph_build() -> str:
             f"process, start-up and model loading included: {musique['seconds']} s, "
             f"{'met' if musique['seconds'] < 180 else 'not met'}.",
         ]
+    loads = load_results("graph_load")
+    if loads:
+        timings = "; ".join(
+            f"{row['corpus']} {row['load_seconds']} s ({row['seconds']} s with start-up)"
+            for row in loads["rows"]
+        )
+        lines += [
+            "",
+            f"Loading the stored graph as every run does (`{loads['command']}`, "
+            f"{loads['date'][:10]}, `hoprag graph stats` in a child process): {timings}.",
+        ]
     return "\n".join(lines) + "\n"
 
 

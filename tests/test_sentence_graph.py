@@ -18,6 +18,7 @@ from app.settings import Settings
 from app.store import CorpusIndex
 from graph.deft import route_after_answer, route_after_expansion, route_after_filter
 from nodes.expand import expand_from_graph
+from tests.conftest import assert_user_error, run_cli
 from tools.decision import DecisionModel
 from tools.sentence_graph import SentenceGraph
 
@@ -43,6 +44,18 @@ def test_the_index_build_writes_the_graph(
     assert len(graph) == index.manifest["sentences"]
     for matrix in graph.edges.values():  # undirected, no self-loops
         assert (matrix != matrix.T).nnz == 0 and not matrix.diagonal().any()
+
+
+def test_graph_stats_loads_the_stored_graph_without_models(
+    settings: Settings, sample_index: str, home: Path
+) -> None:
+    proc = run_cli("graph", "stats", "--index", sample_index, home=home)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    manifest = CorpusIndex.open(settings, sample_index).manifest
+    assert report["edges"] == manifest["graph_edges"]
+    assert report["sentences"] == manifest["sentences"] and report["load_seconds"] >= 0
+    assert_user_error(run_cli("graph", "stats", "--index", "nope", home=home), "no index")
 
 
 def test_edge_rules_on_hand_made_input() -> None:
