@@ -46,7 +46,8 @@ def gather_sentences(
     relevance, decisions = score_relevance(
         dm,
         question,
-        [s.as_passage() for s in gathered],
+        # Decisions name the sentence judged, not the passage it sits in.
+        [{**s.as_passage(), "id": f"sentence {s.id}"} for s in gathered],
         settings,
         state.get("step", 0) + 1,
         stored=False,

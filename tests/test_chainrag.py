@@ -85,5 +85,7 @@ def test_chainrag_end_to_end_with_context_integration(
     # every gathered sentence was judged for relevance, and the judgement is in the trace
     assert len(final["decisions"]) == len(final["context"])
     assert {d["kind"] for d in final["decisions"]} == {"rel"}
+    judged = {d["inputs"][0] for d in final["decisions"]}
+    assert judged == {f"sentence {s['id']}" for s in final["context"]}
     assert final["passages"] and final["answer_passage_ids"]
     assert "ulden" in final["answer"].lower()
