@@ -16,7 +16,7 @@ import typer
 from typer.core import TyperGroup
 
 from app.errors import UserError
-from app.settings import TRACE_DECISION_BATCH, Settings
+from app.settings import LLM_SERVE_PORT, TRACE_DECISION_BATCH, Settings
 
 HELP = """hoprag answers questions whose answer needs facts from several passages.
 
@@ -104,13 +104,21 @@ def models_verify(model: ModelOpt = None) -> None:
 
 @llm_app.command("serve")
 def llm_serve(
-    port: Annotated[int, typer.Option(help="Port on 127.0.0.1 (0: a free one).")] = 8080,
+    port: Annotated[
+        int | None,
+        typer.Option(
+            help="Port on 127.0.0.1 (0: a free one; default: HOPRAG_LLM_PORT, else 8080)."
+        ),
+    ] = None,
     model: ModelOpt = None,
 ) -> None:
     """Run the embedded OpenAI-compatible server in the foreground for other clients."""
     from app.llm import EmbeddedServer
 
-    server = EmbeddedServer(_settings(model=model, llm_port=port))
+    settings = _settings(model=model, llm_port=port)
+    if port is None and "HOPRAG_LLM_PORT" not in os.environ:
+        settings = settings.with_overrides(llm_port=LLM_SERVE_PORT)
+    server = EmbeddedServer(settings)
     typer.echo(f"serving {server.model_path.name} at {server.base_url} (Ctrl-C stops)", err=True)
     raise typer.Exit(server.serve_forever())
 
@@ -626,7 +634,9 @@ app.add_typer(eval_app, name="eval")
 @eval_app.command("run")
 def eval_run(
     data: Annotated[Path, typer.Option(help="Questions file (our benchmark format).")],
-    system: Annotated[str, typer.Option(help="closed_book, vanilla, oracle, iterative.")],
+    system: Annotated[
+        str, typer.Option(help="closed_book, vanilla, oracle, iterative, deft or chainrag.")
+    ],
     out: Annotated[Path, typer.Option(help="Run folder (resumed if it holds this run).")],
     corpus: Annotated[
         Path | None, typer.Option(help="Corpus file; indexed if needed (or give --index).")
@@ -731,8 +741,12 @@ def cache_clear(
 dm_app = typer.Typer(help="The trained decision model (DM).", no_args_is_help=True)
 app.add_typer(dm_app, name="dm")
 DataDirOpt = Annotated[
-    Path,
-    typer.Option("--data", help="Benchmark folder with musique/, 2wikimultihopqa/, hotpotqa/."),
+    Path | None,
+    typer.Option(
+        "--data",
+        help="Benchmark folder with musique/, 2wikimultihopqa/, hotpotqa/ "
+        "(default: HOPRAG_DATA, else ../shared/data beside the checkout).",
+    ),
 ]
 
 
@@ -763,7 +777,7 @@ def _require_dm_data(data: Path, names: Sequence[str]) -> None:
 
 @dm_app.command("data")
 def dm_data(
-    data: DataDirOpt = Path("../shared/data"),
+    data: DataDirOpt = None,
     out: Annotated[Path, typer.Option("--out", help="Where the JSONL files go.")] = Path("dm_data"),
 ) -> None:
     """Labelled DM examples from gold annotations: train/calib from `train`, dev from `dev`.
@@ -772,8 +786,10 @@ def dm_data(
     negatives and the `direct` labels."""
     from app import dm_data as builder
 
+    settings = _settings()
+    data = data or settings.data
     _check_benchmarks(data)
-    typer.echo(json.dumps(builder.build(data, Settings(), out), indent=2))
+    typer.echo(json.dumps(builder.build(data, settings, out), indent=2))
     typer.echo(f"wrote {out}/train.jsonl, calib.jsonl, dev.jsonl and counts.json")
 
 
@@ -784,7 +800,7 @@ def _check_benchmarks(benchmarks: Path) -> None:
         if not (benchmarks / bench / "questions.json").is_file():
             raise UserError(
                 f"no {bench}/questions.json under {benchmarks}",
-                hint="point at the benchmark folder (see ../shared/data/README.md)",
+                hint="point --data (or HOPRAG_DATA) at the benchmark folder (see its README.md)",
             )
 
 
@@ -796,11 +812,13 @@ def dm_train(
         typer.Option("--out", help="Where the adapter goes (default: the shipped app/data/dm)."),
     ] = None,
     benchmarks: Annotated[
-        Path,
+        Path | None,
         typer.Option(
-            "--benchmarks", help="Benchmark folder for `hoprag dm data` when --data is empty."
+            "--benchmarks",
+            help="Benchmark folder for `hoprag dm data` when --data is empty "
+            "(default: HOPRAG_DATA, else ../shared/data beside the checkout).",
         ),
-    ] = Path("../shared/data"),
+    ] = None,
 ) -> None:
     """LoRA-train the MiniLM cross-encoder DM, calibrate it per kind, save it in app/data/dm.
 
@@ -808,12 +826,13 @@ def dm_train(
     from app import dm_data as builder
     from app import dm_train as trainer
 
+    settings = _settings()
     if not any((data / name).is_file() for name in ("train.jsonl", "calib.jsonl", "dev.jsonl")):
+        benchmarks = benchmarks or settings.data
         _check_benchmarks(benchmarks)
         typer.echo(f"no DM examples in {data}: building them first (hoprag dm data)", err=True)
-        typer.echo(json.dumps(builder.build(benchmarks, Settings(), data)), err=True)
+        typer.echo(json.dumps(builder.build(benchmarks, settings, data)), err=True)
     _require_dm_data(data, ("train.jsonl", "calib.jsonl"))
-    settings = Settings()
     meta = trainer.train(
         data, out or trainer.DM_DIR, settings.runtime_dir, _benchmark_passages(settings)
     )

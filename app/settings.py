@@ -98,8 +98,9 @@ CHAT_HISTORY_CHARS = 400
 # Traces: more decisions than this of one kind at one step print as one summary line.
 TRACE_DECISION_BATCH = 10
 
-# Embedded llama.cpp server.
+# Embedded llama.cpp server; `hoprag llm serve` listens here unless told otherwise.
 SERVER_START_TIMEOUT_S = 180.0
+LLM_SERVE_PORT = 8080
 SERVER_HEALTH_POLL_S = 0.5
 
 
@@ -185,6 +186,13 @@ class Settings:
     home: Path = field(
         default=Path("~/.cache/hoprag").expanduser(),
         metadata={"description": "Where models, indexes and caches live (HOPRAG_HOME)."},
+    )
+    data: Path = field(
+        default=Path(__file__).resolve().parents[2] / "shared" / "data",
+        metadata={
+            "description": "Benchmark folder with musique/, 2wikimultihopqa/, hotpotqa/ "
+            "(DM training data, bench scripts; HOPRAG_DATA)."
+        },
     )
     model: str = field(
         default="qwen2.5-coder-1.5b",
@@ -356,6 +364,7 @@ class Settings:
                     hint=f"use one of: {', '.join(allowed)}",
                 )
         self.home = Path(self.home).expanduser()
+        self.data = Path(self.data).expanduser()
 
     @classmethod
     def of(cls, runtime: Any) -> Settings:

@@ -21,6 +21,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from app.settings import Settings
+
 EXAMPLES_FILE = Path(__file__).parent / "data" / "sub_question_examples.json"
 _BACKREF = re.compile(r"#(\d+)")
 _DISAMBIGUATION = re.compile(r"\s*\([^)]*\)\s*$")
@@ -126,7 +128,7 @@ def write_examples(data_dir: Path, out: Path = EXAMPLES_FILE) -> list[GoldChain]
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", type=Path, default=Path(__file__).parents[2] / "shared" / "data")
+    parser.add_argument("--data", type=Path, default=Settings().data)
     parser.add_argument("--out", type=Path, default=EXAMPLES_FILE)
     args = parser.parse_args()
     chains = write_examples(args.data, args.out)

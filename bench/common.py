@@ -14,8 +14,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from app.settings import Settings
+
 ROOT = Path(__file__).resolve().parents[1]
-DATA = Path(os.environ.get("HOPRAG_DATA", ROOT.parent / "shared" / "data"))
+DATA = Settings().data  # HOPRAG_DATA, else ../shared/data beside the checkout
 RESULTS = ROOT / "bench" / "results"
 BENCHMARKS = ("musique", "2wikimultihopqa", "hotpotqa")
 

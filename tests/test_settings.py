@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import fields
+from pathlib import Path
+
 import pytest
 
 from app.errors import UserError
 from app.settings import Settings
+from tests.conftest import ROOT
 
 
 def test_environment_fills_fields_left_at_their_default(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -57,3 +61,18 @@ def test_request_settings_are_the_method_knobs_with_their_types() -> None:
     ]:
         with pytest.raises(UserError, match=message):
             Settings().with_request(bad, strict=True)
+
+
+def test_every_setting_is_in_the_readme_settings_table() -> None:
+    table = (ROOT / "README.md").read_text().split("## Settings", 1)[1].split("\n## ", 1)[0]
+    missing = [f.name for f in fields(Settings) if f"`HOPRAG_{f.name.upper()}`" not in table]
+    assert not missing, f"settings missing from README's table: {missing}"
+
+
+def test_the_benchmark_folder_follows_hoprag_data(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.delenv("HOPRAG_DATA", raising=False)
+    assert Settings().data == ROOT.parent / "shared" / "data"
+    monkeypatch.setenv("HOPRAG_DATA", str(tmp_path))
+    assert Settings().data == tmp_path
