@@ -104,10 +104,14 @@ LLM_SERVE_PORT = 8080
 SERVER_HEALTH_POLL_S = 0.5
 
 
+# The relevance filter reads the top 2 when exactly one passage passes (SPEC section 1).
+ONE_RELEVANT_KEPT = 2
+
 # DeFT's knobs (SPEC section 1): they change its answers, so a run's signature holds them.
 DEFT_SETTINGS = (
     "w",
     "max_kept",
+    "none_kept",
     "max_steps",
     "fallback_k",
     "fallback_extra",
@@ -251,6 +255,12 @@ class Settings:
     w: int = field(default=10, metadata={"description": "Passages per retrieval (w)."})
     max_kept: int = field(
         default=5, metadata={"description": "Passages kept per step by the relevance filter."}
+    )
+    none_kept: int = field(
+        default=5,
+        metadata={
+            "description": "Passages read, best first, when none passes the relevance filter."
+        },
     )
     max_steps: int = field(default=6, metadata={"description": "Sub-question steps (T)."})
     fallback_k: int = field(

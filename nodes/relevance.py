@@ -7,25 +7,27 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from app.settings import Settings
+from app.settings import ONE_RELEVANT_KEPT, Settings
 from graph.state import Decision, DeftState
 from nodes.decisions import decide, timed
 from tools.decision import DecisionModel
 
-FEW_RELEVANT_KEEP = 2  # exactly one passage passes: keep the top 2
-NONE_RELEVANT_KEEP = 5  # none passes: keep the top 5
-
 
 def keep_relevant(
-    passages: Sequence[dict[str, Any]], scores: Sequence[float], tau: float, max_kept: int
+    passages: Sequence[dict[str, Any]],
+    scores: Sequence[float],
+    tau: float,
+    max_kept: int,
+    none_kept: int,
 ) -> list[dict[str, Any]]:
-    """Those >= tau, best first, at most `max_kept`; one passing -> top 2; none -> top 5."""
+    """Those >= tau, best first, at most `max_kept`; one passing -> the top 2; none ->
+    the top `none_kept` (SPEC: 5)."""
     ranked = sorted(zip(scores, range(len(passages)), strict=True), key=lambda t: (-t[0], t[1]))
     passing = [i for s, i in ranked if s >= tau]
     if len(passing) == 1:
-        chosen = [i for _, i in ranked[:FEW_RELEVANT_KEEP]]
+        chosen = [i for _, i in ranked[:ONE_RELEVANT_KEPT]]
     elif not passing:
-        chosen = [i for _, i in ranked[:NONE_RELEVANT_KEEP]]
+        chosen = [i for _, i in ranked[:none_kept]]
     else:
         chosen = passing[:max_kept]
     return [passages[i] for i in chosen]
@@ -74,7 +76,8 @@ def judge_relevance(
 ) -> tuple[list[dict[str, Any]], list[Decision]]:
     """Score every passage and apply the loop's keep rules."""
     scores, decisions = score_relevance(dm, question, passages, settings, step)
-    return keep_relevant(passages, scores, settings.tau_rel, settings.max_kept), decisions
+    kept = keep_relevant(passages, scores, settings.tau_rel, settings.max_kept, settings.none_kept)
+    return kept, decisions
 
 
 def filter_relevant(

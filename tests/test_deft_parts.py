@@ -44,16 +44,17 @@ PASSAGES = [{"id": i, "title": f"T{i}", "text": "x"} for i in range(6)]
 
 
 @pytest.mark.parametrize(
-    ("scores", "expected"),
+    ("scores", "none_kept", "expected"),
     [
-        ([0.9, 0.1, 0.8, 0.7, 0.2, 0.6], [0, 2, 3, 5]),  # passing ones, best first
-        ([0.9, 0.8, 0.7, 0.6, 0.55, 0.51], [0, 1, 2, 3, 4]),  # at most 5
-        ([0.1, 0.9, 0.3, 0.2, 0.0, 0.0], [1, 2]),  # exactly one passes: top 2
-        ([0.1, 0.2, 0.3, 0.4, 0.05, 0.0], [3, 2, 1, 0, 4]),  # none passes: top 5
+        ([0.9, 0.1, 0.8, 0.7, 0.2, 0.6], 5, [0, 2, 3, 5]),  # passing ones, best first
+        ([0.9, 0.8, 0.7, 0.6, 0.55, 0.51], 5, [0, 1, 2, 3, 4]),  # at most 5
+        ([0.1, 0.9, 0.3, 0.2, 0.0, 0.0], 5, [1, 2]),  # exactly one passes: top 2
+        ([0.1, 0.2, 0.3, 0.4, 0.05, 0.0], 5, [3, 2, 1, 0, 4]),  # none passes: top 5
+        ([0.1, 0.2, 0.3, 0.4, 0.05, 0.0], 2, [3, 2]),  # none passes, HOPRAG_NONE_KEPT=2
     ],
 )
-def test_keep_rules(scores: list[float], expected: list[int]) -> None:
-    kept = keep_relevant(PASSAGES, scores, tau=0.5, max_kept=5)
+def test_keep_rules(scores: list[float], none_kept: int, expected: list[int]) -> None:
+    kept = keep_relevant(PASSAGES, scores, tau=0.5, max_kept=5, none_kept=none_kept)
     assert [p["id"] for p in kept] == expected
 
 
