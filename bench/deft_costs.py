@@ -7,9 +7,14 @@ refused tries and decompositions; rewriting back-references; answering sub-quest
 the final answer; the fallback; DM judgements served by the chat model), and words fed
 per question by the reading that first fed a passage (a step whose relevance filter
 kept what passed, a step where one passed and the top 2 were read, a step where none
-passed and the top 5 were read, the graph walk, the fallback). `none_passed_tail` is
-what the passages ranked 3 to 5 of the none-passed steps added and nothing else read:
-the words a "read the top 2 when none passes" rule would have saved on the same path.
+passed and the top `none_kept` were read, the graph walk, the fallback).
+`none_passed_rank3+` is what the passages ranked 3 to 5 of those steps added and nothing
+else read: the words `HOPRAG_NONE_KEPT=2` would save on the same path; `none_passed_steps`
+says where those steps found the question's first gold passage. `by_steps`: questions by
+the number of sub-question steps they took, with their EM and cost. `direct_eligible`:
+the questions whose top-w passages hold every gold passage (where a perfect
+direct-answer check would answer at once), with this run's EM there and that of the
+`vanilla` and `oracle` readers.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from typing import Any
 
 from app.corpus import load_corpus
 from app.evaluation import load_run
-from bench.common import find_run, save
+from bench.common import RESULTS, find_run, save
 
 
 def call_purposes(record: dict[str, Any]) -> Counter[str]:
@@ -50,7 +55,7 @@ def reading(filtered: dict[str, Any] | None) -> str:
     if filtered is None:
         return "graph_walk"
     passed = sum(d["outcome"] for d in filtered.get("decisions") or [])
-    return "passing" if passed >= 2 else "one_passed_top2" if passed == 1 else "none_passed_top5"
+    return "passing" if passed >= 2 else "one_passed_top2" if passed == 1 else "none_passed"
 
 
 def word_sources(record: dict[str, Any], length: dict[int, int]) -> Counter[str]:
@@ -77,9 +82,68 @@ def word_sources(record: dict[str, Any], length: dict[int, int]) -> Counter[str]
                 continue
             seen.add(pid)
             fed[source] += length[pid]
-            if source == "none_passed_top5" and pid in ranked[2:]:
-                fed["none_passed_tail"] += length[pid]
+            if source == "none_passed" and pid in ranked[2:]:
+                fed["none_passed_rank3+"] += length[pid]
     return fed
+
+
+def none_passed_gold(record: dict[str, Any]) -> Counter[str]:
+    """Steps where no passage passed: where the question's first gold passage was among
+    the passages the step read (ranked by DM_rel)."""
+    gold = set(record["gold_ids"])
+    where: Counter[str] = Counter()
+    for step in record["trace"]:
+        if step["node"] != "filter_relevant" or any(d["outcome"] for d in step["decisions"]):
+            continue
+        ranks = [i for i, p in enumerate(step.get("kept") or []) if p["id"] in gold]
+        where["top2" if ranks and ranks[0] < 2 else "rank3+" if ranks else "no_gold"] += 1
+    return where
+
+
+def steps(record: dict[str, Any]) -> int:
+    """Sub-question steps the question took (0: answered directly)."""
+    return max((s.get("hop", 0) for s in record["trace"] if "hop" in s), default=0)
+
+
+def holds_all_gold(record: dict[str, Any]) -> bool:
+    """The top-w passages retrieved for the whole question hold every gold passage: the
+    direct-answer check's `yes` (SPEC section 1, step 2)."""
+    for step in record["trace"]:
+        if step["node"] == "retrieve_question_passages":
+            return set(record["gold_ids"]) <= {p["id"] for p in step["question_passages"]}
+    return False
+
+
+def by_steps(records: list[dict[str, Any]]) -> dict[int, dict[str, float]]:
+    groups: dict[int, list[dict[str, Any]]] = {}
+    for record in records:
+        groups.setdefault(steps(record), []).append(record)
+    return {
+        k: {
+            "n": len(g),
+            "em": round(sum(r["em"] for r in g) / len(g), 3),
+            "llm_calls": round(sum(r["llm_calls"] for r in g) / len(g), 1),
+            "words_fed": round(sum(r["words_fed"] for r in g) / len(g)),
+        }
+        for k, g in sorted(groups.items())
+    }
+
+
+def direct_eligible(meta: dict[str, Any], records: list[dict[str, Any]]) -> dict[str, Any]:
+    """On the questions whose top-w passages hold all gold ones: EM of this run and of
+    the readers a direct answer stands between (vanilla's top 5, the gold passages)."""
+    ids = {r["id"] for r in records if holds_all_gold(r)}
+    result: dict[str, Any] = {"n": len(ids), "run_em": _em(records, ids)}
+    for system in ("vanilla", "oracle"):
+        folder = RESULTS / "eval" / f"{meta['index']}-{system}"
+        if folder.exists():
+            result[f"{system}_em"] = _em(load_run(folder)[1], ids)
+    return result
+
+
+def _em(records: list[dict[str, Any]], ids: set[str]) -> float | None:
+    chosen = [r["em"] for r in records if r["id"] in ids]
+    return round(sum(chosen) / len(chosen), 3) if chosen else None
 
 
 def summarise(folder_name: str) -> dict[str, Any]:
@@ -89,9 +153,11 @@ def summarise(folder_name: str) -> dict[str, Any]:
     n = len(records)
     calls: Counter[str] = Counter()
     fed: Counter[str] = Counter()
+    none_passed: Counter[str] = Counter()
     for record in records:
         calls.update(call_purposes(record))
         fed.update(word_sources(record, length))
+        none_passed.update(none_passed_gold(record))
     return {
         "run": folder_name,
         "n": n,
@@ -99,6 +165,9 @@ def summarise(folder_name: str) -> dict[str, Any]:
         "calls": {k: round(v / n, 2) for k, v in sorted(calls.items())},
         "words_fed": round(sum(r["words_fed"] for r in records) / n, 1),
         "words": {k: round(v / n, 1) for k, v in sorted(fed.items())},
+        "none_passed_steps": dict(none_passed),
+        "by_steps": by_steps(records),
+        "direct_eligible": direct_eligible(meta, records),
     }
 
 

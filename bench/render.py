@@ -404,6 +404,77 @@ def fallback_keep() -> str:
     return "\n".join(lines) + "\n"
 
 
+def deft_costs() -> str:
+    r = load_results("deft_costs")
+    if not r:
+        return ""
+    purposes = sorted({k for row in r["rows"] for k in row["calls"]})
+    sources = sorted({k for row in r["rows"] for k in row["words"]})
+    lines = [
+        "## DeFT: where the LLM calls and words go",
+        "",
+        _header(r),
+        "Read from the traces of committed runs (first 60 dev questions). Calls per question "
+        "by purpose: `write` is the sub-question writer with its refused tries and "
+        "decompositions (what the other purposes leave of the total), `rewrite` the guard, "
+        "`dm_*` decisions served by the chat model. Words per question by the reading that "
+        "first fed a passage: `passing` (two or more passed the relevance filter), "
+        "`one_passed_top2`, `none_passed` (none passed: the top `HOPRAG_NONE_KEPT` read), "
+        "of which `none_passed_rank3+` came from ranks 3 to 5, `fallback`.",
+        "",
+        "| run | calls | " + " | ".join(purposes) + " | words | " + " | ".join(sources) + " |",
+        "| --- | ---: | " + " | ".join("---:" for _ in purposes + sources) + " | ---: |",
+    ]
+    for row in r["rows"]:
+        lines.append(
+            f"| {row['run']} | {row['llm_calls']} | "
+            + " | ".join(str(row["calls"].get(k, 0)) for k in purposes)
+            + f" | {row['words_fed']:.0f} | "
+            + " | ".join(f"{row['words'].get(k, 0):.0f}" for k in sources)
+            + " |"
+        )
+    lines += [
+        "",
+        "Questions by the number of sub-question steps they took: n, EM, LLM calls and "
+        "words per question. A question answered in two steps costs at least five calls "
+        "(two sub-questions, two answers, the final answer).",
+        "",
+        "| run | " + " | ".join(f"{k} step{'s' * (k > 1)}" for k in range(1, 7)) + " |",
+        "| --- | " + " | ".join("---" for _ in range(6)) + " |",
+    ]
+    for row in r["rows"]:
+        cells = [row["by_steps"].get(str(k)) for k in range(1, 7)]
+        lines.append(
+            f"| {row['run']} | "
+            + " | ".join(
+                f"{c['n']}: {c['em']:.2f}, {c['llm_calls']}, {c['words_fed']}" if c else "-"
+                for c in cells
+            )
+            + " |"
+        )
+    lines += [
+        "",
+        "Where a step whose relevance filter passed nothing found the question's first gold "
+        "passage among what it read (ranked by DM_rel), and the questions whose top-w "
+        "passages hold every gold passage (where a perfect direct-answer check would answer "
+        "at once, in one call): EM of the run there, and of the readers a direct answer "
+        "stands between (`vanilla`: the top 5; `oracle`: only the gold passages).",
+        "",
+        "| run | none-passed steps | gold in top 2 | only at rank 3+ | no gold | all gold in "
+        "top w | run EM there | vanilla EM | oracle EM |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for row in r["rows"]:
+        where, direct = row["none_passed_steps"], row["direct_eligible"]
+        lines.append(
+            f"| {row['run']} | {sum(where.values())} | {where.get('top2', 0)} | "
+            f"{where.get('rank3+', 0)} | {where.get('no_gold', 0)} | {direct['n']} | "
+            f"{direct['run_em']} | {direct.get('vanilla_em', '-')} | "
+            f"{direct.get('oracle_em', '-')} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 def reader_replay() -> str:
     r = load_results("reader_replay")
     if not r:
@@ -679,6 +750,7 @@ def main() -> None:
         fallback_keep(),
         reader_replay(),
         evaluations(),
+        deft_costs(),
         qa_cache_study(),
         serveload_results(),
     ]
