@@ -210,13 +210,15 @@ def _paired_tests(bench: str, systems: set[str]) -> list[str]:
     pairs = [(b, "deft") for b in ("vanilla", "iterative") if {b, "deft"} <= systems]
     if "deft" in systems:
         pairs += [("deft", s) for s in sorted(systems) if s.startswith(("chainrag", "deft-"))]
+    # deft-none2 differs from deft-noexpand in one setting only: its clean pair.
+    if {"deft-noexpand", "deft-none2"} <= systems:
+        pairs.append(("deft-noexpand", "deft-none2"))
     if not pairs:
         return []
     lines = [
         "",
-        "Paired: deft against the baselines, its variants and ChainRAG, on the questions both "
-        "answered "
-        "(McNemar exact p).",
+        "Paired: deft against the baselines, its variants and ChainRAG (and deft-none2 "
+        "against deft-noexpand), on the questions both answered (McNemar exact p).",
         "",
         "| pair | shared | EM a / b | p (EM) | judged a / b | p (judged) |",
         "| --- | ---: | ---: | ---: | ---: | ---: |",
