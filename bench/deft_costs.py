@@ -29,6 +29,11 @@ from app.evaluation import load_run
 from bench.common import RESULTS, find_run, save
 
 
+def reader(node: str) -> str:
+    """`fallback` for `fallback_answer`, `directly` for `answer_directly`."""
+    return node.removesuffix("_answer").removeprefix("answer_")
+
+
 def call_purposes(record: dict[str, Any]) -> Counter[str]:
     """LLM calls by purpose; the writer's are what is left of the question's total (its
     node records the sub-question, not how many tries and plans it took)."""
@@ -40,7 +45,7 @@ def call_purposes(record: dict[str, Any]) -> Counter[str]:
         elif node == "answer_from_qa_table" and not step.get("comparison"):
             calls["final"] += 1
         elif node in ("fallback_answer", "answer_directly"):
-            calls[node.removesuffix("_answer").removeprefix("answer_")] += 1
+            calls[reader(node)] += 1
         elif node == "guard_self_contained" and step.get("rewritten_from"):
             calls["rewrite"] += 1
         for decision in step.get("decisions") or []:
@@ -71,11 +76,7 @@ def word_sources(record: dict[str, Any], length: dict[int, int]) -> Counter[str]
             filtered = None
         if node not in ("answer_sub_question", "fallback_answer", "answer_directly"):
             continue
-        source = (
-            reading(filtered)
-            if node == "answer_sub_question"
-            else node.removesuffix("_answer").removeprefix("answer_")
-        )
+        source = reading(filtered) if node == "answer_sub_question" else reader(node)
         ranked = [p["id"] for p in (filtered or {}).get("kept") or []]
         for pid in step.get("passage_ids") or []:
             if pid in seen:

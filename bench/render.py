@@ -203,6 +203,18 @@ def evaluations() -> str:
     return "\n".join(lines)
 
 
+def _twin_variants() -> list[tuple[str, str]]:
+    """(a, b) where variant b runs a's system with a's settings and more: b's clean pair."""
+    from bench.run_systems import VARIANTS
+
+    return [
+        (a, b)
+        for a, (system_a, env_a) in VARIANTS.items()
+        for b, (system_b, env_b) in VARIANTS.items()
+        if system_a == system_b and env_a.items() < env_b.items()
+    ]
+
+
 def _paired_tests(bench: str, systems: set[str]) -> list[str]:
     """McNemar's exact test of deft against the baselines, on the questions both answered."""
     from app.report import compare_runs
@@ -210,15 +222,14 @@ def _paired_tests(bench: str, systems: set[str]) -> list[str]:
     pairs = [(b, "deft") for b in ("vanilla", "iterative") if {b, "deft"} <= systems]
     if "deft" in systems:
         pairs += [("deft", s) for s in sorted(systems) if s.startswith(("chainrag", "deft-"))]
-    # deft-none2 differs from deft-noexpand in one setting only: its clean pair.
-    if {"deft-noexpand", "deft-none2"} <= systems:
-        pairs.append(("deft-noexpand", "deft-none2"))
+    pairs += [pair for pair in _twin_variants() if set(pair) <= systems]
     if not pairs:
         return []
     lines = [
         "",
-        "Paired: deft against the baselines, its variants and ChainRAG (and deft-none2 "
-        "against deft-noexpand), on the questions both answered (McNemar exact p).",
+        "Paired: deft against the baselines, its variants and ChainRAG (and a variant "
+        "against the one whose settings it adds to, such as deft-none2 against "
+        "deft-noexpand), on the questions both answered (McNemar exact p).",
         "",
         "| pair | shared | EM a / b | p (EM) | judged a / b | p (judged) |",
         "| --- | ---: | ---: | ---: | ---: | ---: |",
