@@ -8,7 +8,8 @@ kind    text_a / text_b                          label (how)
 rel     (sub-)question / "title: passage"        1 for its gold passage (gold-passage,
                                                  gold-step), 0 for retrieved non-gold
                                                  passages (retrieved-negative) and for the
-                                                 other steps' gold passages (other-step)
+                                                 other steps' gold passages (other-step);
+                                                 extra["query"] says which query it was
 suff    question / QA table (a prefix of the     1 only for the whole chain (gold-chain),
         gold chain)                              0 for a strict prefix (chain-prefix)
 same    sub-question / sub-question              1 for two phrasings of one relation step
@@ -132,22 +133,34 @@ def passage_text(record: Any) -> str:
     return corpus_passage_text(record.title, record.text)
 
 
+# The query a relevance example was made for: the whole question, whose later hops'
+# passages nothing in it points at, or one gold step (the graph's per-step filter).
+REL_QUERY = {"gold-passage": "question", "gold-step": "sub-question"}
+
+
+def rel_queries(item: Item, gold: set[int]) -> list[tuple[str, set[int], str]]:
+    """(query, its gold passage ids, how the positives are labelled) for one question."""
+    queries = [(item.question, gold, "gold-passage")]
+    return queries + [(sq, {pid}, "gold-step") for sq, _, pid in item.steps if pid is not None]
+
+
 def rel_examples(item: Item, retriever: Any, index: Any, w: int) -> Iterator[DMExample]:
     """Question-level and step-level relevance pairs, with retrieved hard negatives."""
     gold = set(item.gold_ids)
     texts = {r.id: passage_text(r) for r in index.passages(item.gold_ids)}
-    queries: list[tuple[str, set[int], str]] = [(item.question, gold, "gold-passage")]
-    queries += [(sq, {pid}, "gold-step") for sq, _, pid in item.steps if pid is not None]
-    for query, positives, how in queries:
+    for query, positives, how in rel_queries(item, gold):
+        tag = {"query": REL_QUERY[how]}
         for pid in positives:
-            yield DMExample("rel", query, texts[pid], 1, how, item.benchmark, item.id)
+            yield DMExample("rel", query, texts[pid], 1, how, item.benchmark, item.id, tag)
         if how == "gold-step":  # the chain's other passages: related, but not for this step
             for pid in sorted(gold - positives)[:1]:
-                yield DMExample("rel", query, texts[pid], 0, "other-step", item.benchmark, item.id)
+                yield DMExample(
+                    "rel", query, texts[pid], 0, "other-step", item.benchmark, item.id, tag
+                )
         negatives = [p for p in retriever.retrieve(query, w) if p.id not in gold]
         for p in negatives[:NEGATIVES_PER_QUERY]:
             yield DMExample(
-                "rel", query, passage_text(p), 0, "retrieved-negative", item.benchmark, item.id
+                "rel", query, passage_text(p), 0, "retrieved-negative", item.benchmark, item.id, tag
             )
 
 
@@ -275,14 +288,15 @@ def extra_musique_items(data_dir: Path) -> Iterator[tuple[Item, dict[int, str], 
 
 
 def extra_rel_examples(item: Item, texts: dict[int, str], gold: set[int]) -> Iterator[DMExample]:
-    queries = [(item.question, gold, "gold-passage")]
-    queries += [(sq, {pid}, "gold-step") for sq, _, pid in item.steps if pid is not None]
-    for query, positives, how in queries:
+    for query, positives, how in rel_queries(item, gold):
+        tag = {"query": REL_QUERY[how]}
         for pid in sorted(positives):
-            yield DMExample("rel", query, texts[pid], 1, how, item.benchmark, item.id)
+            yield DMExample("rel", query, texts[pid], 1, how, item.benchmark, item.id, tag)
         negatives = [i for i in sorted(texts) if i not in gold]
         for i in negatives[:NEGATIVES_PER_QUERY]:
-            yield DMExample("rel", query, texts[i], 0, "listed-distractor", item.benchmark, item.id)
+            yield DMExample(
+                "rel", query, texts[i], 0, "listed-distractor", item.benchmark, item.id, tag
+            )
 
 
 BENCHMARKS = ("musique", "2wikimultihopqa", "hotpotqa")

@@ -82,6 +82,23 @@ def kind_report(
     }
 
 
+def by_query(
+    rows: Sequence[Any], trained_p: Sequence[float], zero_p: Sequence[float], threshold: float
+) -> dict[str, dict[str, Any]]:
+    """Both backends on the examples of each query type (`extra["query"]`): relevance to
+    a whole question and to one sub-question are different tasks, and the graph's step
+    filter asks only the second. Needs both backends scored on all rows."""
+    report = {}
+    for query in sorted({e.extra["query"] for e in rows if "query" in e.extra}):
+        picked = [i for i, e in enumerate(rows) if e.extra.get("query") == query]
+        labels = [rows[i].label for i in picked]
+        report[query] = {
+            "trained": kind_report([trained_p[i] for i in picked], labels, threshold),
+            "zero_shot": kind_report([zero_p[i] for i in picked], labels, threshold),
+        }
+    return report
+
+
 def reliability_diagram(
     curves: dict[str, tuple[Sequence[float], Sequence[int]]], title: str, out: Path
 ) -> Path:
@@ -204,6 +221,8 @@ def evaluate(
             },
             "threshold": threshold,
         }
+        if backend != "llm" and any("query" in e.extra for e in rows):
+            report[kind]["by_query"] = by_query(rows, trained_p, zero_p, threshold)
         reliability_diagram(
             {
                 "trained DM": (trained_p, labels),

@@ -681,7 +681,10 @@ def dm_eval() -> str:
         "sample of at most 1,500 dev examples per kind, the zero-shot chat-model backend on "
         "a few dozen of those (its calls take seconds); the `trained DM, paired` rows score "
         "the trained DM on exactly the zero-shot backend's examples, which is the comparison "
-        "that decides who serves a kind. Targets: AUC >= "
+        "that decides who serves a kind. Rows named for a query type split `rel` by what "
+        "the passage was judged against: the whole question (every gold passage counts as "
+        "relevant, including later hops' passages that nothing in the question names) or one "
+        "gold sub-question (the graph's per-step relevance filter). Targets: AUC >= "
         + ", ".join(f"{k} {v}" for k, v in targets.items())
         + "; ECE <= 0.05.",
         "",
@@ -694,7 +697,11 @@ def dm_eval() -> str:
         rows = [("trained DM", row["trained"])]
         if "trained_paired" in row and row["trained_paired"]["n"] != row["trained"]["n"]:
             rows.append(("trained DM, paired", row["trained_paired"]))
-        for name, m in (*rows, (row["zero_shot"]["backend"], row["zero_shot"])):
+        rows.append((row["zero_shot"]["backend"], row["zero_shot"]))
+        for query, pair in row.get("by_query", {}).items():
+            rows.append((f"trained DM, {query} queries", pair["trained"]))
+            rows.append((f"{row['zero_shot']['backend']}, {query} queries", pair["zero_shot"]))
+        for name, m in rows:
             met = "yes" if (m["auc"] or 0) >= targets.get(kind, 0) and m["ece"] <= 0.05 else "no"
             lines.append(
                 f"| {kind} | {name} | {m['n']} | {m['positives']} | {_cell(m['auc'])} | "

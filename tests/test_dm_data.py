@@ -7,6 +7,7 @@ from app.dm_data import (
     Item,
     count,
     depth_example,
+    extra_rel_examples,
     is_calibration,
     same_examples,
     suff_examples,
@@ -27,6 +28,25 @@ CHAIN = Item(
         ("Sean McNamara", "place of birth", "Burbank"),
     ],
 )
+
+
+def test_rel_labels_every_gold_passage_for_the_question_and_one_per_step() -> None:
+    texts = {3: "Raise Your Voice: ...", 4: "Sean McNamara: ...", 9: "Burbank: ..."}
+    examples = list(extra_rel_examples(CHAIN, texts, {3, 4}))
+    positives = {(e.text_a, e.text_b[:4], e.extra["query"]) for e in examples if e.label}
+    assert positives == {
+        (CHAIN.question, "Rais", "question"),
+        (CHAIN.question, "Sean", "question"),
+        ("Who directed Raise Your Voice?", "Rais", "sub-question"),
+        ("Where was Sean McNamara born?", "Sean", "sub-question"),
+    }
+    negatives = [e for e in examples if not e.label]
+    assert {e.text_b for e in negatives} == {texts[9]}
+    assert sorted(e.extra["query"] for e in negatives) == [
+        "question",
+        "sub-question",
+        "sub-question",
+    ]
 
 
 def test_suff_is_yes_only_for_the_whole_chain() -> None:

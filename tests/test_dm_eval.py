@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from app import dm_eval
+from app.dm_data import DMExample
 from app.dm_eval import accuracy_at, auc, ece, reliability, reliability_diagram
 
 
@@ -35,6 +36,22 @@ def test_accuracy_at_threshold() -> None:
 def test_reliability_diagram_is_a_png(tmp_path: Path) -> None:
     out = reliability_diagram({"a": ([0.1, 0.8, 0.9], [0, 1, 1])}, "rel", tmp_path / "rel.png")
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_rel_is_broken_down_by_the_query_it_was_judged_against() -> None:
+    labelled = [("question", 1), ("question", 0), ("sub-question", 1), ("sub-question", 0)]
+    rows = [
+        DMExample("rel", "q", "p", label, "how", "musique", extra={"query": query})
+        for query, label in [*labelled, ("other", 1)]
+    ]
+    # trained: ranks sub-question rows right and question rows wrong; zero-shot: flat
+    report = dm_eval.by_query(rows, [0.2, 0.8, 0.9, 0.1, 0.5], [0.5] * 5, 0.5)
+    assert set(report) == {"other", "question", "sub-question"}
+    assert report["sub-question"]["trained"]["auc"] == 1.0
+    assert report["question"]["trained"]["auc"] == 0.0
+    assert report["question"]["zero_shot"]["auc"] == 0.5
+    assert report["other"]["trained"]["auc"] is None
+    assert report["sub-question"]["trained"]["n"] == 2
 
 
 def test_the_trained_dm_takes_a_kind_only_where_it_ranks_well_and_better() -> None:

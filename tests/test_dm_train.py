@@ -74,7 +74,7 @@ def test_train_save_load_and_score(trained: tuple[Path, dict]) -> None:
     out, meta = trained
     assert meta["version"] == dm_train.DM_VERSION
     assert set(meta["platt"]) == set(dm_train.CROSS_KINDS)
-    assert len(meta["direct"]["weights"]) == dm_train.DIRECT_FEATURES + 1
+    assert len(meta["direct"]["weights"]) == len(dm_train.DIRECT_FEATURES) + 1
     saved = json.loads((out / "dm.json").read_text())
     assert saved["platt"] == meta["platt"]
     adapter = out / "adapter_model.safetensors"
@@ -155,3 +155,42 @@ def test_a_half_trained_dm_is_never_served(
     (folder / "dm.json").unlink()  # training saved the adapter, calibration never ran
     assert (folder / "training.json").is_file()
     assert TrainedDM.load(folder, runtime_dir) is None
+
+
+def test_direct_features_carry_relevance_over_title_links() -> None:
+    question = "Where was the director of Raise Your Voice born?"
+    passages = [
+        "Raise Your Voice: a 2004 film directed by Sean McNamara.",
+        "Sean McNamara (director): an American director born in Burbank.",
+        "Burbank Studios: a film studio.",
+    ]
+    features = dict(
+        zip(
+            dm_train.DIRECT_FEATURES,
+            dm_train.direct_features(question, passages, [0.9, 0.2, 0.1], 0.8),
+            strict=True,
+        )
+    )
+    # the second hop's passage is named (without its "(director)") in the first one
+    assert features["linked relevance, rank 1"] == pytest.approx(0.9)
+    assert features["linked relevance, rank 2"] == 0.0
+    assert [features[f"reached relevance, rank {k}"] for k in (1, 2, 3, 4)] == pytest.approx(
+        [0.9, 0.9, 0.1, 0.0]
+    )
+    assert features["relevance, rank 4"] == 0.0  # three passages: padded
+    assert features["titles named in the question"] == 1.0
+    assert features["p(at most two hops)"] == 0.8
+
+
+def test_a_direct_model_fitted_on_other_features_is_not_served(
+    trained: tuple[Path, dict], runtime_dir: Path, tmp_path: Path
+) -> None:
+    folder = tmp_path / "dm"
+    shutil.copytree(trained[0], folder)
+    meta = json.loads((folder / "dm.json").read_text())
+    old = {**meta, "use_for": ["rel", "direct"], "direct": {"features": 5, "weights": [0.1] * 6}}
+    (folder / "dm.json").write_text(json.dumps(old))
+    with pytest.warns(UserWarning, match="hoprag dm calibrate"):
+        dm = TrainedDM.load(folder, runtime_dir)
+    assert dm is not None and dm.use_for == {"rel"}
+    assert dm.p_direct("Who directed Raise Your Voice?", list(PASSAGES.values())) == 0.0

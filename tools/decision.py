@@ -163,12 +163,21 @@ class TrainedDM:
     """The fine-tuned cross-encoder: loaded once, scores a batch in one forward pass."""
 
     def __init__(self, folder: Path, runtime_dir: Path) -> None:
-        from app.dm_train import load_runtime
+        from app.dm_train import DIRECT_FEATURES, load_runtime
 
         self.folder = folder
         self.meta = json.loads((folder / "dm.json").read_text())
         self.encoder = load_runtime(folder, runtime_dir)
         self.use_for = set(self.meta.get("use_for", []))
+        if "direct" in self.use_for and self.meta["direct"].get("features") != list(
+            DIRECT_FEATURES
+        ):
+            warnings.warn(
+                f"the direct model in {folder / 'dm.json'} was fitted on other features; "
+                "the trained DM does not serve `direct` (refit: `hoprag dm calibrate`)",
+                stacklevel=2,
+            )
+            self.use_for.discard("direct")
 
     @classmethod
     def load(cls, folder: Path, runtime_dir: Path) -> TrainedDM | None:
@@ -192,9 +201,14 @@ class TrainedDM:
         return [platt(float(x)) for x in logits]
 
     def p_direct(self, question: str, passages: Sequence[str]) -> float:
-        from app.dm_train import direct_features
+        """0 when the direct model was fitted on other features (an older `dm.json`)."""
+        from app.dm_train import DIRECT_FEATURES, direct_features
 
-        features = direct_features(self.p("rel", [(question, t) for t in passages]))
+        if self.meta["direct"].get("features") != list(DIRECT_FEATURES):
+            return 0.0
+        rel = self.p("rel", [(question, t) for t in passages])
+        shallow = self.p("depth", [(question, "")])[0]
+        features = direct_features(question, passages, rel, shallow)
         *weights, bias = self.meta["direct"]["weights"]
         return sigmoid(float(np.dot(weights, features)) + bias)
 
