@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -108,13 +109,19 @@ def test_the_fast_runtime_scores_like_the_model_and_is_built_once(
     assert dm_train.runtime_path(changed, runtime_dir) != dm_train.runtime_path(out, runtime_dir)
 
 
+def _copy_with_meta(trained: Path, tmp_path: Path, **changes: Any) -> Path:
+    """A copy of the trained DM whose dm.json has `changes`."""
+    folder = tmp_path / "dm"
+    shutil.copytree(trained, folder)
+    meta = json.loads((folder / "dm.json").read_text())
+    (folder / "dm.json").write_text(json.dumps({**meta, **changes}))
+    return folder
+
+
 def test_the_decision_model_uses_the_trained_backend_where_listed(
     trained: tuple[Path, dict], runtime_dir: Path, tmp_path: Path
 ) -> None:
-    folder = tmp_path / "dm"
-    shutil.copytree(trained[0], folder)
-    meta = json.loads((folder / "dm.json").read_text())
-    (folder / "dm.json").write_text(json.dumps({**meta, "use_for": ["rel", "same", "direct"]}))
+    folder = _copy_with_meta(trained[0], tmp_path, use_for=["rel", "same", "direct"])
     dm = DecisionModel(gateway=None, embedder=None, trained=TrainedDM.load(folder, runtime_dir))  # type: ignore[arg-type]
     assert [dm.backend(k) for k in ("rel", "same", "direct")] == ["trained"] * 3
     passages = [{"id": i, "title": t.split(":")[0], "text": t} for i, t in PASSAGES.items()]
@@ -185,11 +192,8 @@ def test_direct_features_carry_relevance_over_title_links() -> None:
 def test_a_direct_model_fitted_on_other_features_is_not_served(
     trained: tuple[Path, dict], runtime_dir: Path, tmp_path: Path
 ) -> None:
-    folder = tmp_path / "dm"
-    shutil.copytree(trained[0], folder)
-    meta = json.loads((folder / "dm.json").read_text())
-    old = {**meta, "use_for": ["rel", "direct"], "direct": {"features": 5, "weights": [0.1] * 6}}
-    (folder / "dm.json").write_text(json.dumps(old))
+    old_direct = {"features": 5, "weights": [0.1] * 6}  # before title links and depth
+    folder = _copy_with_meta(trained[0], tmp_path, use_for=["rel", "direct"], direct=old_direct)
     with pytest.warns(UserWarning, match="hoprag dm calibrate"):
         dm = TrainedDM.load(folder, runtime_dir)
     assert dm is not None and dm.use_for == {"rel"}
