@@ -180,7 +180,7 @@ def evaluations() -> str:
         if len(groups) > 1:
             lines += [
                 "",
-                "Judged accuracy / EM by group:",
+                "Judged accuracy / EM / evidence-chain coverage by group (hops on MuSiQue):",
                 "",
                 "| system | " + " | ".join(groups) + " |",
                 "| --- |" + " ---: |" * len(groups),
@@ -190,7 +190,8 @@ def evaluations() -> str:
                 for g in groups:
                     block = s["groups"].get(g)
                     cells.append(
-                        f"{_cell(block['judged'])} / {_cell(block['em'])} (n={block['n']})"
+                        f"{_cell(block['judged'])} / {_cell(block['em'])} / "
+                        f"{_cell(block['coverage'])} (n={block['n']})"
                         if block
                         else "-"
                     )
