@@ -728,6 +728,54 @@ def dm_eval() -> str:
     return "\n".join(lines) + "\n"
 
 
+def dm_in_graph() -> str:
+    """The DeFT graph with the trained DM against the zero-shot DM (`deft` vs
+    `deft-zeroshot`), per benchmark, on the questions both runs answered."""
+    from app.report import compare_runs
+
+    rows = []
+    for bench in ("musique", "2wikimultihopqa", "hotpotqa"):
+        trained, zero_shot = (RESULTS / "eval" / f"{bench}-{s}" for s in ("deft", "deft-zeroshot"))
+        if not (trained / "results.jsonl").is_file() or not (zero_shot / "results.jsonl").is_file():
+            continue
+        result = compare_runs(trained, zero_shot)
+        m = {r["metric"]: r for r in result["rows"]}
+        for name, side in (("trained", "a"), ("zero-shot", "b")):
+            dm_seconds = m.get("dm_seconds", {}).get(side)  # older runs did not time the DM
+            share = dm_seconds / m["seconds"][side] if dm_seconds is not None else None
+            rows.append(
+                f"| {bench} | {name} | {result['shared']} | "
+                + " | ".join(_cell(m[k][side]) for k in ("em", "f1", "judged", "llm_calls"))
+                + f" | {_cell(m['seconds'][side])} | "
+                f"{_cell(dm_seconds)} | {_cell(share)} |"
+                + (
+                    f" {m['em']['mcnemar_p']} / {m['judged']['mcnemar_p']} |"
+                    if side == "b"
+                    else " |"
+                )
+            )
+    if not rows:
+        return ""
+    return "\n".join(
+        [
+            "## Decision model in the graph: trained versus zero-shot",
+            "",
+            "`deft` (trained DM where `dm.json` lists it) against `deft-zeroshot` "
+            "(`HOPRAG_TRAINED_DM=off`), first 60 dev questions, means over the questions both "
+            "answered (`hoprag eval compare bench/results/eval/B-deft "
+            "bench/results/eval/B-deft-zeroshot`). The runs' commits and what shared the "
+            "machine with them are in their notes (End-to-end answering, below); seconds are "
+            "means per question, DM share is DM seconds over them.",
+            "",
+            "| benchmark | DM | shared | EM | F1 | judged | LLM calls | seconds | DM seconds "
+            "| DM share | p (EM / judged) |",
+            "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
+            *rows,
+            "",
+        ]
+    )
+
+
 def serveload_results() -> str:
     """Chats at once against one `hoprag serve` on the sample corpus."""
     runs = [load_results(f.stem) for f in sorted(RESULTS.glob("serve_load-*.json"))]
@@ -764,6 +812,7 @@ def main() -> None:
         dm_recipes(),
         dm_train(),
         dm_eval(),
+        dm_in_graph(),
         sub_question_recall(),
         writer_repeats(),
         graph_build(),
