@@ -120,6 +120,7 @@ DEFT_SETTINGS = (
     "tau_shallow",
     "tau_suff",
     "tau_same",
+    "direct_answer",
     "qa_cache",
     "graph_expansion",
     "sub_questions",
@@ -282,6 +283,14 @@ class Settings:
     tau_suff: float = field(default=0.5, metadata={"description": "Sufficiency threshold."})
     tau_same: float = field(
         default=0.8, metadata={"description": "QA-cache same-question threshold."}
+    )
+    direct_answer: bool = field(
+        default=False,
+        metadata={
+            "description": "Answer a shallow question from its passages in one call when "
+            "DM_direct says they hold everything (SPEC step 2). Off: with the 1.5B reader "
+            "it lost accuracy against the sub-question loop (docs/BENCHMARKS.md)."
+        },
     )
     qa_cache: bool = field(default=True, metadata={"description": "Use the shared QA cache."})
     graph_expansion: bool = field(

@@ -4,11 +4,13 @@
     .venv/bin/python -m bench.run_systems [--limit 60] [--systems vanilla oracle ...]
         [--benchmarks musique ...]
 
-`deft-noexpand`, `deft-none2`, `deft-zeroshot`, `deft-nocache`, `deft-plan` and
-`chainrag-context` are DeFT without sentence-graph expansion, the same reading only the
-top 2 passages where none passes the relevance filter (`HOPRAG_NONE_KEPT=2`), DeFT
-without the trained DM, without the QA cache, with its sub-questions planned first
-(`HOPRAG_SUB_QUESTIONS=plan`), and ChainRAG with CxtInt;
+`deft-noexpand`, `deft-none2`, `deft-direct`, `deft-zeroshot`, `deft-nocache`,
+`deft-plan` and `chainrag-context` are DeFT without sentence-graph expansion, the same
+reading only the top 2 passages where none passes the relevance filter
+(`HOPRAG_NONE_KEPT=2`), the same answering shallow questions directly when DM_direct says
+their passages suffice (`HOPRAG_DIRECT_ANSWER=on`), DeFT without the trained DM, without
+the QA cache, with its sub-questions planned first (`HOPRAG_SUB_QUESTIONS=plan`), and
+ChainRAG with CxtInt;
 the graph is built first where an index lacks it. `--tag T` names the folders
 BENCHMARK-SYSTEM-T: such runs stay out of the main tables (bench/cache_study.py reads the
 QA-cache pair).
@@ -34,6 +36,7 @@ SYSTEMS = ("vanilla", "oracle", "deft", "closed_book", "iterative", "chainrag")
 VARIANTS = {
     "deft-noexpand": ("deft", {"HOPRAG_GRAPH_EXPANSION": "off"}),
     "deft-none2": ("deft", {"HOPRAG_GRAPH_EXPANSION": "off", "HOPRAG_NONE_KEPT": "2"}),
+    "deft-direct": ("deft", {"HOPRAG_GRAPH_EXPANSION": "off", "HOPRAG_DIRECT_ANSWER": "on"}),
     "deft-zeroshot": ("deft", {"HOPRAG_TRAINED_DM": "off"}),
     "deft-nocache": ("deft", {"HOPRAG_QA_CACHE": "off"}),
     "deft-plan": ("deft", {"HOPRAG_SUB_QUESTIONS": "plan"}),

@@ -23,9 +23,9 @@ from tools.decision import DecisionModel
 def check_direct_answer(
     state: DeftState, runtime: Runtime[Settings], *, dm: DecisionModel
 ) -> dict[str, Any]:
-    if dm.backend("direct") == "off":
-        return {"direct": False}  # no direct branch: spend no call on the depth estimate
     settings = Settings.of(runtime)
+    if not settings.direct_answer or dm.backend("direct") == "off":
+        return {"direct": False}  # no direct branch: spend no call on the depth estimate
     question = state["question"]
     p_yes, seconds = timed(lambda: dm.p_shallow(question))
     shallow = decide("depth", 0, [], p_yes, settings.tau_shallow, dm.backend("depth"), seconds)

@@ -26,6 +26,7 @@ from graph.deft import (
 from graph.state import merge_passages
 from nodes.answer import echoes_question, is_unknown, read_passages
 from nodes.cache import lookup_qa_cache
+from nodes.direct import check_direct_answer
 from nodes.final import read_facts_and_passages
 from nodes.qa_table import update_qa_table
 from nodes.question import take_question
@@ -476,3 +477,29 @@ def test_a_new_turn_clears_the_last_one_but_keeps_the_chat() -> None:
     assert "messages" not in update  # it is in the chat already
     assert update["hop"] == 0 and update["qa_table"] == Overwrite([]) and update["answer"] == ""
     assert "decisions" not in update  # only what the thread holds is cleared
+
+
+class _SaysDirect:
+    """A DM sure that every question is shallow and its passages suffice."""
+
+    calls = 0
+
+    def p_shallow(self, question: str) -> float:
+        self.calls += 1
+        return 0.9
+
+    def p_direct(self, question: str, passages: list) -> float:
+        self.calls += 1
+        return 0.9
+
+    def backend(self, kind: str) -> str:
+        return "trained"
+
+
+@pytest.mark.parametrize(("direct_answer", "direct", "calls"), [(True, True, 2), (False, False, 0)])
+def test_the_direct_answer_is_a_setting(direct_answer: bool, direct: bool, calls: int) -> None:
+    dm = _SaysDirect()
+    state = {"question": "Where is Brisk Hollow?", "question_passages": PASSAGES}
+    update = check_direct_answer(state, Runtime(Settings(direct_answer=direct_answer)), dm=dm)  # type: ignore[arg-type]
+    assert update["direct"] is direct and dm.calls == calls
+    assert [d["kind"] for d in update.get("decisions", [])] == ["depth", "direct"][:calls]
