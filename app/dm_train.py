@@ -41,7 +41,7 @@ DIRECT_FEATURES = (  # what `direct_features` returns, in order
     "p(at most two hops)",
     "titles named in the question",
 )
-DIRECT_L2 = 1.0  # ridge of the direct model: dev ECE 0.046 against 0.061 at 0.01
+DIRECT_L2 = 1.0  # ridge of the direct model: its features overlap ("reached" holds "relevance")
 MIN_TITLE_CHARS = 4  # shorter titles ("US") match inside unrelated words
 SEED = 13
 
