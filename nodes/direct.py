@@ -2,7 +2,7 @@
 
 The depth estimate is asked first because it is cheap (the question alone); DM_direct,
 which reads all w passages, is only asked when the question is shallow enough to be
-answered directly at all.
+answered directly at all. Comparisons the QA table's rules decide never go direct.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from graph.state import DeftState
 from nodes.answer import answered, read_passages
 from nodes.decisions import decide, timed
 from nodes.relevance import judge_relevance
+from tools.comparison import RULE, decided_by_rule
 from tools.decision import DecisionModel
 
 
@@ -24,9 +25,16 @@ def check_direct_answer(
     state: DeftState, runtime: Runtime[Settings], *, dm: DecisionModel
 ) -> dict[str, Any]:
     settings = Settings.of(runtime)
+    question = state["question"]
     if not settings.direct_answer or dm.backend("direct") == "off":
         return {"direct": False}  # no direct branch: spend no call on the depth estimate
-    question = state["question"]
+    if decided_by_rule(question):
+        # The reader compares dates and values worse in one call than the QA table's
+        # rules do (docs/BENCHMARKS.md, deft-direct): gather the facts step by step.
+        return {
+            "direct": False,
+            "decisions": [decide("direct", 0, [], 0.0, settings.tau_direct, RULE, 0.0)],
+        }
     p_yes, seconds = timed(lambda: dm.p_shallow(question))
     shallow = decide("depth", 0, [], p_yes, settings.tau_shallow, dm.backend("depth"), seconds)
     decisions = [shallow]

@@ -503,3 +503,17 @@ def test_the_direct_answer_is_a_setting(direct_answer: bool, direct: bool, calls
     update = check_direct_answer(state, Runtime(Settings(direct_answer=direct_answer)), dm=dm)  # type: ignore[arg-type]
     assert update["direct"] is direct and dm.calls == calls
     assert [d["kind"] for d in update.get("decisions", [])] == ["depth", "direct"][:calls]
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["Who was born first, Ann Lee or Bo Ray?", "Are Ann Lee and Bo Ray of the same nationality?"],
+)
+def test_a_comparison_the_rules_decide_never_goes_direct(question: str) -> None:
+    dm = _SaysDirect()
+    state = {"question": question, "question_passages": PASSAGES}
+    update = check_direct_answer(state, Runtime(Settings(direct_answer=True)), dm=dm)  # type: ignore[arg-type]
+    assert update["direct"] is False and dm.calls == 0
+    assert [(d["kind"], d["backend"], d["outcome"]) for d in update["decisions"]] == [
+        ("direct", "rule", False)
+    ]

@@ -283,13 +283,25 @@ def missing_dates(question: str, rows: Sequence[dict[str, Any]]) -> str:
     return "; ".join(form.format(name) for name in dict.fromkeys(lacking))
 
 
+def asks_same(question: str) -> bool:
+    """A yes/no question whether two things share something ("Are A and B of the same
+    nationality?")."""
+    words = normalize_answer(question).split()
+    return "same" in words and words[0] in _YES_NO_OPENERS
+
+
+def decided_by_rule(question: str) -> bool:
+    """A comparison the QA table's rules can decide (`compare_dates`, `same_value`): its
+    facts are better gathered one sub-question at a time than read in one call."""
+    return is_date_comparison(question) or asks_same(question)
+
+
 def same_value(question: str, rows: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
     """ "yes" to a "do A and B share the same ...?" question when the table's two chains
     end in the same answer ("Who directed A?" -> X, "What is the nationality of X?" ->
     Italian, and the same for B). Different answers are left to the LLM: "Italy" and
     "Italian" differ in words, not in fact."""
-    words = normalize_answer(question).split()
-    if "same" not in words or words[0] not in _YES_NO_OPENERS:
+    if not asks_same(question):
         return None
     leaves = [
         row
