@@ -285,11 +285,11 @@ class Settings:
         default=0.8, metadata={"description": "QA-cache same-question threshold."}
     )
     direct_answer: bool = field(
-        default=False,
+        default=True,
         metadata={
             "description": "Answer a shallow question from its passages in one call when "
-            "DM_direct says they hold everything (SPEC step 2). Off: with the 1.5B reader "
-            "it lost accuracy against the sub-question loop (docs/BENCHMARKS.md)."
+            "DM_direct says they hold everything (SPEC step 2); comparisons the QA table's "
+            "rules decide always take the sub-question loop."
         },
     )
     qa_cache: bool = field(default=True, metadata={"description": "Use the shared QA cache."})

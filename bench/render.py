@@ -451,13 +451,13 @@ def deft_costs() -> str:
         "",
         "Questions by the number of sub-question steps they took: n, EM, LLM calls and "
         "words per question. A question answered in two steps costs at least five calls "
-        "(two sub-questions, two answers, the final answer).",
+        "(two sub-questions, two answers, the final answer); 0 steps is the direct answer.",
         "",
-        "| run | " + " | ".join(f"{k} step{'s' * (k > 1)}" for k in range(1, 7)) + " |",
-        "| --- | " + " | ".join("---" for _ in range(6)) + " |",
+        "| run | " + " | ".join(f"{k} step{'s' * (k != 1)}" for k in range(7)) + " |",
+        "| --- | " + " | ".join("---" for _ in range(7)) + " |",
     ]
     for row in r["rows"]:
-        cells = [row["by_steps"].get(str(k)) for k in range(1, 7)]
+        cells = [row["by_steps"].get(str(k)) for k in range(7)]
         lines.append(
             f"| {row['run']} | "
             + " | ".join(
