@@ -189,7 +189,9 @@ def test_killing_the_llm_server_mid_run_then_resuming_the_thread(
 ) -> None:
     """The run stops with a clear error once its model server is gone; `hoprag resume`
     continues from the last checkpoint (a new embedded server) without redoing steps."""
-    env = {**os.environ, "HOPRAG_HOME": str(home), "HOPRAG_QA_CACHE": "off"}
+    # The sub-question loop, not the direct answer: the kill must land between steps.
+    off = {"HOPRAG_QA_CACHE": "off", "HOPRAG_DIRECT_ANSWER": "off"}
+    env = {**os.environ, "HOPRAG_HOME": str(home), **off}
     thread = f"killed-{time.time_ns()}"
     proc = subprocess.Popen(
         [HOPRAG, "ask", TWO_HOPS, "--thread", thread, "--trace"],
@@ -224,9 +226,7 @@ def test_killing_the_llm_server_mid_run_then_resuming_the_thread(
     pending = traced.stdout.split("stopped before: ")[1].split(" ")[0].rstrip(",")
     assert "[take_question]" in traced.stdout and "[write_sub_question]" in traced.stdout
 
-    resumed = run_cli(
-        "resume", thread, "--trace", "--json", home=home, env={"HOPRAG_QA_CACHE": "off"}
-    )
+    resumed = run_cli("resume", thread, "--trace", "--json", home=home, env=off)
     assert resumed.returncode == 0, resumed.stderr
     steps = [line for line in resumed.stderr.splitlines() if line.startswith("[")]
     assert steps[0].startswith(f"[{pending}]")  # continues where it stopped ...
