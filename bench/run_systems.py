@@ -8,8 +8,7 @@
 `deft-plan` and `chainrag-context` are DeFT without sentence-graph expansion, the same
 reading only the top 2 passages where none passes the relevance filter
 (`HOPRAG_NONE_KEPT=2`), the same answering shallow questions directly when DM_direct says
-their passages suffice (`HOPRAG_DIRECT_ANSWER=on`, the default since the runs of
-`deft-direct`, which names it for runs of older commits), DeFT without the trained DM, without
+their passages suffice (`HOPRAG_DIRECT_ANSWER=on`), DeFT without the trained DM, without
 the QA cache, with its sub-questions planned first (`HOPRAG_SUB_QUESTIONS=plan`), and
 ChainRAG with CxtInt;
 the graph is built first where an index lacks it. `--tag T` names the folders
