@@ -14,7 +14,7 @@ from itertools import takewhile
 from typing import Any
 
 from app.evaluation import SUMMARY_COLUMNS, load_run, summarise
-from bench.common import RESULTS, ROOT, load_results, machine
+from bench.common import BENCHMARKS, RESULTS, ROOT, load_results, machine
 
 INTRO = """# Benchmarks
 
@@ -734,7 +734,7 @@ def dm_in_graph() -> str:
     from app.report import compare_runs
 
     rows = []
-    for bench in ("musique", "2wikimultihopqa", "hotpotqa"):
+    for bench in BENCHMARKS:
         trained, zero_shot = (RESULTS / "eval" / f"{bench}-{s}" for s in ("deft", "deft-zeroshot"))
         if not (trained / "results.jsonl").is_file() or not (zero_shot / "results.jsonl").is_file():
             continue

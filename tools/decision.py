@@ -169,9 +169,9 @@ class TrainedDM:
         self.meta = json.loads((folder / "dm.json").read_text())
         self.encoder = load_runtime(folder, runtime_dir)
         self.use_for = set(self.meta.get("use_for", []))
-        if "direct" in self.use_for and self.meta["direct"].get("features") != list(
-            DIRECT_FEATURES
-        ):
+        # A direct model fitted on other features (an older dm.json) cannot score ours.
+        self.direct_fits = self.meta["direct"].get("features") == list(DIRECT_FEATURES)
+        if "direct" in self.use_for and not self.direct_fits:
             warnings.warn(
                 f"the direct model in {folder / 'dm.json'} was fitted on other features; "
                 "the trained DM does not serve `direct` (refit: `hoprag dm calibrate`)",
@@ -202,9 +202,9 @@ class TrainedDM:
 
     def p_direct(self, question: str, passages: Sequence[str]) -> float:
         """0 when the direct model was fitted on other features (an older `dm.json`)."""
-        from app.dm_train import DIRECT_FEATURES, direct_features
+        from app.dm_train import direct_features
 
-        if self.meta["direct"].get("features") != list(DIRECT_FEATURES):
+        if not self.direct_fits:
             return 0.0
         rel = self.p("rel", [(question, t) for t in passages])
         shallow = self.p("depth", [(question, "")])[0]
