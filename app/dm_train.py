@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import random
-import re
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -25,6 +24,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+from tools.title_links import title_links, titles_named
 
 if TYPE_CHECKING:  # the trainer itself needs only torch, transformers and peft
     from app.dm_data import DMExample
@@ -42,7 +43,6 @@ DIRECT_FEATURES = (  # what `direct_features` returns, in order
     "titles named in the question",
 )
 DIRECT_L2 = 1.0  # ridge of the direct model: its features overlap ("reached" holds "relevance")
-MIN_TITLE_CHARS = 4  # shorter titles ("US") match inside unrelated words
 SEED = 13
 
 
@@ -241,12 +241,6 @@ def train_cross_encoder(
     return encoder
 
 
-def _title_key(passage: str) -> str:
-    """A "title: text" passage's title, lower-cased, without its "(disambiguation)"."""
-    title = passage.partition(": ")[0]
-    return re.sub(r"\s*\(.*?\)", "", title).strip().lower()
-
-
 def direct_features(
     question: str, passages: Sequence[str], rel_probabilities: Sequence[float], p_shallow: float
 ) -> list[float]:
@@ -255,18 +249,7 @@ def direct_features(
     a passage whose title appears in the text of a relevant one is reached through it,
     so it carries that passage's relevance ("linked"); "reached" is the larger of the two."""
     rel = np.asarray(rel_probabilities, dtype=float)
-    titles = [_title_key(p) for p in passages]
-    bodies = [p.partition(": ")[2].lower() for p in passages]
-    links = np.array(
-        [
-            [
-                i != j and len(titles[j]) >= MIN_TITLE_CHARS and titles[j] in bodies[i]
-                for j in range(len(rel))
-            ]
-            for i in range(len(rel))
-        ],
-        dtype=float,
-    ).reshape(len(rel), len(rel))
+    links = title_links(passages).astype(float)
     linked = (links * rel[:, None]).max(axis=0) if len(rel) else rel
     reached = np.maximum(rel, linked)
 
@@ -274,7 +257,7 @@ def direct_features(
         ranked = sorted(values.tolist(), reverse=True)[:k]
         return ranked + [0.0] * (k - len(ranked))
 
-    named = sum(len(t) >= MIN_TITLE_CHARS and t in question.lower() for t in titles)
+    named = titles_named(question, passages)
     return [*top(rel, 4), *top(linked, 2), *top(reached, 4), p_shallow, float(named)]
 
 

@@ -107,6 +107,12 @@ SERVER_HEALTH_POLL_S = 0.5
 # The relevance filter reads the top 2 when exactly one passage passes (SPEC section 1).
 ONE_RELEVANT_KEPT = 2
 
+# Title links (`tools/title_links.py`): shorter titles ("US") match inside unrelated words.
+MIN_TITLE_CHARS = 4
+# The direct answer also reads this many passages a relevant one names by title: the
+# later hop's passage, which DM_direct counted as reached (docs/BENCHMARKS.md, deft-direct).
+DIRECT_LINKED_READ = 2
+
 # DeFT's knobs (SPEC section 1): they change its answers, so a run's signature holds them.
 DEFT_SETTINGS = (
     "w",

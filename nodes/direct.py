@@ -11,14 +11,16 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from app.corpus import passage_text
 from app.llm import LLMGateway
-from app.settings import Settings
+from app.settings import DIRECT_LINKED_READ, Settings
 from graph.state import DeftState
 from nodes.answer import answered, read_passages
 from nodes.decisions import decide, timed
 from nodes.relevance import judge_relevance
 from tools.comparison import RULE, decided_by_rule
 from tools.decision import DecisionModel
+from tools.title_links import linked_from
 
 
 def check_direct_answer(
@@ -57,11 +59,14 @@ def check_direct_answer(
 def answer_directly(
     state: DeftState, runtime: Runtime[Settings], *, dm: DecisionModel, gateway: LLMGateway
 ) -> dict[str, Any]:
-    """Answer Q from the relevant ones among R_w(Q), in one LLM call."""
+    """Answer Q in one LLM call from the relevant ones among R_w(Q) and the passages they
+    name by title: a later hop's passage is seldom relevant to Q itself."""
     settings = Settings.of(runtime)
-    kept, decisions = judge_relevance(
-        dm, state["question"], state.get("question_passages") or [], settings, 0
-    )
+    passages = state.get("question_passages") or []
+    relevant, decisions = judge_relevance(dm, state["question"], passages, settings, 0)
+    texts = [passage_text(p["title"], p["text"]) for p in passages]
+    chosen = [i for i, p in enumerate(passages) if p in relevant]
+    kept = relevant + [passages[j] for j in linked_from(texts, chosen, DIRECT_LINKED_READ)]
     answer = read_passages(gateway, state["question"], kept)
     return {
         **answered(answer),

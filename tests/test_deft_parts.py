@@ -26,7 +26,7 @@ from graph.deft import (
 from graph.state import merge_passages
 from nodes.answer import echoes_question, is_unknown, read_passages
 from nodes.cache import lookup_qa_cache
-from nodes.direct import check_direct_answer
+from nodes.direct import answer_directly, check_direct_answer
 from nodes.final import read_facts_and_passages
 from nodes.qa_table import update_qa_table
 from nodes.question import take_question
@@ -503,6 +503,32 @@ def test_the_direct_answer_is_a_setting(direct_answer: bool, direct: bool, calls
     update = check_direct_answer(state, Runtime(Settings(direct_answer=direct_answer)), dm=dm)  # type: ignore[arg-type]
     assert update["direct"] is direct and dm.calls == calls
     assert [d["kind"] for d in update.get("decisions", [])] == ["depth", "direct"][:calls]
+
+
+class _JudgesRelevance(_SaysDirect):
+    """Relevance to the whole question: only the first hop's passage is relevant."""
+
+    def p_rel(self, question: str, passages: list, stored: bool = True) -> list[float]:
+        return [0.9 if p["title"] == "Tavistrom College" else 0.1 for p in passages]
+
+
+def test_the_direct_answer_reads_the_passages_a_relevant_one_names() -> None:
+    passages = [
+        {"id": 1, "title": "Tavistrom College", "text": "A college in Brisk Hollow."},
+        {"id": 2, "title": "Dunmere College", "text": "A college on the Brask River."},
+        {"id": 3, "title": "Brisk Hollow (town)", "text": "A town on the Ulden River."},
+        {"id": 4, "title": "Ulden River", "text": "A river."},
+    ]
+    state = {
+        "question": "Which river flows by Tavistrom College's town?",
+        "question_passages": passages,
+    }
+    reader = ScriptedWriter("Ulden River")
+    update = answer_directly(state, Runtime(), dm=_JudgesRelevance(), gateway=reader)  # type: ignore[arg-type]
+    # one passes: the top 2 (keep rules), then the town the college's text names; the
+    # river, named only by the town's passage, is two links away
+    assert update["answer_passage_ids"] == [1, 2, 3]
+    assert "Ulden River" in reader.last and update["answer"] == "Ulden River"
 
 
 @pytest.mark.parametrize(
