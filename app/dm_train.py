@@ -261,6 +261,19 @@ def direct_features(
     return [*top(rel, 4), *top(linked, 2), *top(reached, 4), p_shallow, float(named)]
 
 
+def direct_inputs(
+    encoder: Any, platt: dict[str, dict[str, float]], question: str, passages: Sequence[str]
+) -> list[float]:
+    """`direct_features` from the cross-encoder, as fitted and as served: relevance of
+    every passage and the depth estimate in one forward pass (the int8 runtime's scores
+    shift slightly with the batch, so fitting and serving must batch alike)."""
+    from tools.decision import Platt
+
+    logits = encoder.logits([("rel", question, t) for t in passages] + [("depth", question, "")])
+    rel = [Platt(**platt["rel"])(float(x)) for x in logits[:-1]]
+    return direct_features(question, passages, rel, Platt(**platt["depth"])(float(logits[-1])))
+
+
 def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1e-2) -> list[float]:
     """Logistic regression (weights then bias) by Newton's method."""
     design = np.hstack([x, np.ones((len(x), 1))])
@@ -328,7 +341,7 @@ def calibrate(
     from tqdm import tqdm
 
     from app.dm_data import read_jsonl
-    from tools.decision import fit_platt, sigmoid
+    from tools.decision import fit_platt
 
     started = time.monotonic()
     training = json.loads((out_dir / "training.json").read_text())
@@ -344,12 +357,7 @@ def calibrate(
 
     def features(example: DMExample) -> list[float]:
         texts = passages(example.source, example.extra["passage_ids"])
-        logits = encoder.logits(
-            [("rel", example.text_a, t) for t in texts] + [("depth", example.text_a, "")]
-        )
-        rel = [sigmoid(platt["rel"]["a"] * x + platt["rel"]["b"]) for x in logits[:-1]]
-        shallow = sigmoid(platt["depth"]["a"] * logits[-1] + platt["depth"]["b"])
-        return direct_features(example.text_a, texts, rel, shallow)
+        return direct_inputs(encoder, platt, example.text_a, texts)
 
     direct_rows = [e for e in train_set + calib_set if e.kind == "direct"]
     x = np.array(

@@ -202,13 +202,11 @@ class TrainedDM:
 
     def p_direct(self, question: str, passages: Sequence[str]) -> float:
         """0 when the direct model was fitted on other features (an older `dm.json`)."""
-        from app.dm_train import direct_features
+        from app.dm_train import direct_inputs
 
         if not self.direct_fits:
             return 0.0
-        rel = self.p("rel", [(question, t) for t in passages])
-        shallow = self.p("depth", [(question, "")])[0]
-        features = direct_features(question, passages, rel, shallow)
+        features = direct_inputs(self.encoder, self.meta["platt"], question, passages)
         *weights, bias = self.meta["direct"]["weights"]
         return sigmoid(float(np.dot(weights, features)) + bias)
 
