@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from app import dm_train
+from app import dm_eval, dm_train
 from app.dm_data import DMExample, write_jsonl
 from tools.decision import DecisionModel, TrainedDM
 
@@ -75,7 +75,8 @@ def test_train_save_load_and_score(trained: tuple[Path, dict]) -> None:
     out, meta = trained
     assert meta["version"] == dm_train.DM_VERSION
     assert set(meta["platt"]) == set(dm_train.CROSS_KINDS)
-    assert len(meta["direct"]["weights"]) == len(dm_train.DIRECT_FEATURES) + 1
+    n = len(dm_train.DIRECT_FEATURES)
+    assert len(meta["direct"]["weights"]) == n + n * (n + 1) // 2 + 1  # with squares, products
     saved = json.loads((out / "dm.json").read_text())
     assert saved["platt"] == meta["platt"]
     adapter = out / "adapter_model.safetensors"
@@ -144,6 +145,21 @@ def test_a_damaged_adapter_falls_back_with_a_warning_naming_it(
     assert TrainedDM.load(tmp_path / "nothing-here", runtime_dir) is None  # never trained: silent
 
 
+def test_a_refit_keeps_what_the_evaluation_chose_to_serve(
+    trained: tuple[Path, dict], runtime_dir: Path, tmp_path: Path
+) -> None:
+    assert "use_for" not in trained[1]  # a new adapter serves nothing until evaluated
+    folder = _copy_with_meta(trained[0], tmp_path, use_for=["rel", "suff"])
+    data = tmp_path / "data"
+    write_jsonl(data / "train.jsonl", _examples())
+    write_jsonl(data / "calib.jsonl", _examples())
+    meta = dm_train.calibrate(
+        data, folder, runtime_dir, lambda _b, ids: [PASSAGES[i] for i in ids], progress=False
+    )
+    assert meta["use_for"] == ["rel", "suff"]
+    assert TrainedDM.load(folder, runtime_dir).use_for == {"rel", "suff"}  # type: ignore[union-attr]
+
+
 def test_length_buckets_use_every_example_once_in_batches_of_similar_length() -> None:
     rows = [DMExample("rel", "q", "w " * n, n % 2, "how", "t", str(n)) for n in range(1, 2001)]
     batches = dm_train.length_buckets(rows, 16)
@@ -181,18 +197,36 @@ def test_direct_features_carry_relevance_over_title_links() -> None:
     # the second hop's passage is named (without its "(director)") in the first one
     assert features["linked relevance, rank 1"] == pytest.approx(0.9)
     assert features["linked relevance, rank 2"] == 0.0
-    assert [features[f"reached relevance, rank {k}"] for k in (1, 2, 3, 4)] == pytest.approx(
-        [0.9, 0.9, 0.1, 0.0]
-    )
-    assert features["relevance, rank 4"] == 0.0  # three passages: padded
+    assert [features[f"reached relevance, rank {k}"] for k in (1, 2)] == pytest.approx([0.9, 0.9])
+    assert [features[f"relevance, rank {k}"] for k in (1, 2)] == pytest.approx([0.9, 0.2])
     assert features["titles named in the question"] == 1.0
     assert features["p(at most two hops)"] == 0.8
 
 
+def test_the_direct_model_says_what_a_linear_one_cannot() -> None:
+    # "yes" only when exactly one of two features is high: no linear model can say it,
+    # the product of the two can
+    rng = np.random.default_rng(0)
+    x = rng.random((400, len(dm_train.DIRECT_FEATURES)))
+    y = ((x[:, 0] > 0.5) != (x[:, 6] > 0.5)).astype(float)
+    model = dm_train.fit_direct(x[:300], y[:300])
+    p = [dm_train.direct_probability(model, row) for row in x[300:]]
+    assert dm_eval.auc(p, y[300:].tolist()) > 0.9
+    *weights, bias = dm_train.fit_logistic(x[:300], y[:300])
+    linear = [float(np.dot(weights, row)) + bias for row in x[300:]]
+    assert dm_eval.auc(linear, y[300:].tolist()) < 0.7
+
+
+@pytest.mark.parametrize(
+    "old_direct",
+    [
+        {"features": 5, "weights": [0.1] * 6},  # before title links and depth
+        {"features": list(dm_train.DIRECT_FEATURES), "weights": [0.1] * 9},  # linear
+    ],
+)
 def test_a_direct_model_fitted_on_other_features_is_not_served(
-    trained: tuple[Path, dict], runtime_dir: Path, tmp_path: Path
+    trained: tuple[Path, dict], runtime_dir: Path, tmp_path: Path, old_direct: dict
 ) -> None:
-    old_direct = {"features": 5, "weights": [0.1] * 6}  # before title links and depth
     folder = _copy_with_meta(trained[0], tmp_path, use_for=["rel", "direct"], direct=old_direct)
     with pytest.warns(UserWarning, match="hoprag dm calibrate"):
         dm = TrainedDM.load(folder, runtime_dir)

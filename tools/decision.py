@@ -170,7 +170,10 @@ class TrainedDM:
         self.encoder = load_runtime(folder, runtime_dir)
         self.use_for = set(self.meta.get("use_for", []))
         # A direct model fitted on other features (an older dm.json) cannot score ours.
-        self.direct_fits = self.meta["direct"].get("features") == list(DIRECT_FEATURES)
+        direct = self.meta["direct"]
+        self.direct_fits = (
+            direct.get("features") == list(DIRECT_FEATURES) and direct.get("design") == "quadratic"
+        )
         if "direct" in self.use_for and not self.direct_fits:
             warnings.warn(
                 f"the direct model in {folder / 'dm.json'} was fitted on other features; "
@@ -202,13 +205,12 @@ class TrainedDM:
 
     def p_direct(self, question: str, passages: Sequence[str]) -> float:
         """0 when the direct model was fitted on other features (an older `dm.json`)."""
-        from app.dm_train import direct_inputs
+        from app.dm_train import direct_inputs, direct_probability
 
         if not self.direct_fits:
             return 0.0
         features = direct_inputs(self.encoder, self.meta["platt"], question, passages)
-        *weights, bias = self.meta["direct"]["weights"]
-        return sigmoid(float(np.dot(weights, features)) + bias)
+        return direct_probability(self.meta["direct"], features)
 
 
 class DecisionModel:

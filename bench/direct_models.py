@@ -1,0 +1,108 @@
+"""DM_direct: a linear against a quadratic logistic model over the same features.
+
+    .venv/bin/python -m bench.direct_models [--data dm_data]
+
+Both are fitted on the `direct` examples of `train` and `calib` (as `hoprag dm
+calibrate` fits the shipped one) and scored on every `dev` example, from the features
+the served runtime gives (`app.dm_train.direct_inputs`). "Linear" is a logistic model
+over `DIRECT_FEATURES` (ridge 1, as shipped before the quadratic model); "quadratic" is
+`fit_direct`, the shipped model. Per benchmark too: the overall AUC also rewards telling
+benchmarks apart (MuSiQue's 3- and 4-hop questions seldom have all gold passages in the
+top w).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tqdm import tqdm
+
+from app.cli import _benchmark_passages
+from app.dm_data import read_jsonl
+from app.dm_eval import auc, ece
+from app.dm_train import (
+    DIRECT_L2,
+    DM_DIR,
+    direct_inputs,
+    direct_probability,
+    fit_direct,
+    fit_logistic,
+    load_runtime,
+)
+from app.settings import Settings
+from bench.common import save
+from tools.decision import sigmoid
+
+LINEAR_L2 = 1.0
+
+
+def features(
+    data: Path,
+    split: str,
+    encoder: Any,
+    platt: dict[str, dict[str, float]],
+    passages: Callable[[str, list[int]], list[str]],
+) -> tuple[np.ndarray, list[int], list[str]]:
+    rows = [e for e in read_jsonl(data / f"{split}.jsonl") if e.kind == "direct"]
+    x = [
+        direct_inputs(encoder, platt, e.text_a, passages(e.source, e.extra["passage_ids"]))
+        for e in tqdm(rows, desc=split, unit="question")
+    ]
+    return np.array(x), [e.label for e in rows], [e.source for e in rows]
+
+
+def scores(p: list[float], y: list[int], sources: list[str]) -> dict[str, dict[str, float]]:
+    groups = {"all": list(range(len(y)))}
+    for s in sorted(set(sources)):
+        groups[s] = [i for i, t in enumerate(sources) if t == s]
+    return {
+        name: {
+            "n": len(ix),
+            "positives": sum(y[i] for i in ix),
+            "auc": round(auc([p[i] for i in ix], [y[i] for i in ix]) or 0.0, 3),
+            "ece": round(ece([p[i] for i in ix], [y[i] for i in ix]), 3),
+        }
+        for name, ix in groups.items()
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--data", type=Path, default=Path("dm_data"))
+    args = parser.parse_args()
+    settings = Settings()
+    platt = json.loads((DM_DIR / "dm.json").read_text())["platt"]
+    encoder = load_runtime(DM_DIR, settings.runtime_dir)
+    passages = _benchmark_passages(settings)
+    fit_parts = [features(args.data, s, encoder, platt, passages) for s in ("train", "calib")]
+    x_fit = np.vstack([part[0] for part in fit_parts])
+    y_fit = np.array([label for part in fit_parts for label in part[1]], dtype=float)
+    x_dev, y_dev, sources = features(args.data, "dev", encoder, platt, passages)
+
+    *weights, bias = fit_logistic(x_fit, y_fit, LINEAR_L2)
+    linear = [sigmoid(float(np.dot(weights, x)) + bias) for x in x_dev]
+    model = fit_direct(x_fit, y_fit)
+    quadratic = [direct_probability(model, x) for x in x_dev]
+    results = {
+        f"linear (ridge {LINEAR_L2})": scores(linear, y_dev, sources),
+        f"quadratic (ridge {DIRECT_L2}, shipped)": scores(quadratic, y_dev, sources),
+    }
+    for name, r in results.items():
+        print(name, r, flush=True)
+    save(
+        "direct_models",
+        {
+            "command": f"python -m bench.direct_models --data {args.data}",
+            "fit_examples": len(y_fit),
+            "results": results,
+        },
+    )
+
+
+if __name__ == "__main__":
+    main()
