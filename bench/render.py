@@ -728,6 +728,34 @@ def dm_eval() -> str:
     return "\n".join(lines) + "\n"
 
 
+def direct_models() -> str:
+    r = load_results("direct_models")
+    if not r:
+        return ""
+    lines = [
+        "## Decision model: the direct model, linear against quadratic",
+        "",
+        _header(r),
+        f"DM_direct is a logistic model over features of the question's top-w passages "
+        "(`app.dm_train.direct_features`: relevance, relevance carried over title links, "
+        "the depth estimate, titles named in the question), fitted on the "
+        f"{r['fit_examples']} `direct` examples of `train` and `calib` and scored on all "
+        "`dev` ones. The shipped model also uses the features' squares and pairwise "
+        "products. Per benchmark too: the overall AUC also rewards telling the benchmarks "
+        "apart.",
+        "",
+        "| model | group | n | positives | AUC | ECE |",
+        "| --- | --- | ---: | ---: | ---: | ---: |",
+    ]
+    for model, groups in r["results"].items():
+        for group, m in groups.items():
+            lines.append(
+                f"| {model} | {group} | {m['n']} | {m['positives']} | {m['auc']:.3f} | "
+                f"{m['ece']:.3f} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
 def dm_in_graph() -> str:
     """The DeFT graph with the trained DM against the zero-shot DM (`deft` vs
     `deft-zeroshot`), per benchmark, on the questions both runs answered."""
@@ -812,6 +840,7 @@ def main() -> None:
         dm_recipes(),
         dm_train(),
         dm_eval(),
+        direct_models(),
         dm_in_graph(),
         sub_question_recall(),
         writer_repeats(),
