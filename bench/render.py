@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from itertools import takewhile
 from typing import Any
 
@@ -391,6 +392,17 @@ def rewrite_recall() -> str:
     return "\n".join(lines) + "\n"
 
 
+def _nested_rows(
+    results: dict[str, dict[str, dict[str, Any]]], cells: Callable[[dict[str, Any]], list[str]]
+) -> list[str]:
+    """Table rows "| outer | inner | cells... |" of a two-level results dict."""
+    return [
+        f"| {outer} | {inner} | " + " | ".join(cells(values)) + " |"
+        for outer, inner_rows in results.items()
+        for inner, values in inner_rows.items()
+    ]
+
+
 def fallback_keep() -> str:
     r = load_results("fallback_keep")
     if not r:
@@ -409,12 +421,15 @@ def fallback_keep() -> str:
         "| benchmark | policy | gold share | all gold | passages | words |",
         "| --- | --- | ---: | ---: | ---: | ---: |",
     ]
-    for bench, policies in r["results"].items():
-        for name, v in policies.items():
-            lines.append(
-                f"| {bench} | {name} | {v['gold_share']:.3f} | {v['all_gold']:.3f} | "
-                f"{v['passages']:.2f} | {v['words']:.0f} |"
-            )
+    lines += _nested_rows(
+        r["results"],
+        lambda v: [
+            f"{v['gold_share']:.3f}",
+            f"{v['all_gold']:.3f}",
+            f"{v['passages']:.2f}",
+            f"{v['words']:.0f}",
+        ],
+    )
     return "\n".join(lines) + "\n"
 
 
@@ -747,12 +762,10 @@ def direct_models() -> str:
         "| model | group | n | positives | AUC | ECE |",
         "| --- | --- | ---: | ---: | ---: | ---: |",
     ]
-    for model, groups in r["results"].items():
-        for group, m in groups.items():
-            lines.append(
-                f"| {model} | {group} | {m['n']} | {m['positives']} | {m['auc']:.3f} | "
-                f"{m['ece']:.3f} |"
-            )
+    lines += _nested_rows(
+        r["results"],
+        lambda m: [str(m["n"]), str(m["positives"]), f"{m['auc']:.3f}", f"{m['ece']:.3f}"],
+    )
     return "\n".join(lines) + "\n"
 
 
