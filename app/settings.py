@@ -291,12 +291,12 @@ class Settings:
         default=0.8, metadata={"description": "QA-cache same-question threshold."}
     )
     direct_answer: bool = field(
-        default=False,
+        default=True,
         metadata={
-            "description": "Answer a shallow question from its passages in one call when "
-            "DM_direct says they hold everything (SPEC step 2); comparisons the QA table's "
-            "rules decide always take the sub-question loop. Off until its reading keeps "
-            "the later hops' passages (README)."
+            "description": "Answer a shallow question in one call, from its relevant "
+            "passages and those they name by title, when DM_direct says they hold "
+            "everything (SPEC step 2); comparisons the QA table's rules decide always take "
+            "the sub-question loop."
         },
     )
     qa_cache: bool = field(default=True, metadata={"description": "Use the shared QA cache."})
