@@ -285,6 +285,7 @@ def fit_direct(features: np.ndarray, labels: np.ndarray) -> dict[str, Any]:
 
 
 def direct_probability(model: dict[str, Any], features: Sequence[float]) -> float:
+    """p(all gold passages are here) for one question's `direct_features`."""
     design = (direct_design(np.asarray([features])) - model["mean"]) / model["scale"]
     *weights, bias = model["weights"]
     return float(1 / (1 + np.exp(-(float(design[0] @ weights) + bias))))
