@@ -206,14 +206,17 @@ def evaluations() -> str:
 
 
 def _twin_variants() -> list[tuple[str, str]]:
-    """(a, b) where variant b runs a's system with a's settings and more: b's clean pair."""
+    """(a, b), a listed first, where variant b runs a's system with one setting added or
+    changed: b's clean pair."""
     from bench.run_systems import VARIANTS
 
     return [
         (a, b)
-        for a, (system_a, env_a) in VARIANTS.items()
-        for b, (system_b, env_b) in VARIANTS.items()
-        if system_a == system_b and env_a.items() < env_b.items()
+        for i, (a, (system_a, env_a)) in enumerate(VARIANTS.items())
+        for b, (system_b, env_b) in list(VARIANTS.items())[i + 1 :]
+        if system_a == system_b
+        and env_a.keys() <= env_b.keys()
+        and sum(env_a.get(k) != v for k, v in env_b.items()) == 1
     ]
 
 

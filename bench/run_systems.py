@@ -5,10 +5,11 @@
         [--benchmarks musique ...]
 
 `deft-noexpand`, `deft-none2`, `deft-direct`, `deft-zeroshot`, `deft-nocache`,
-`deft-plan` and `chainrag-context` are DeFT without sentence-graph expansion, the same
-reading only the top 2 passages where none passes the relevance filter
-(`HOPRAG_NONE_KEPT=2`), the same answering shallow questions directly when DM_direct says
-their passages suffice (`HOPRAG_DIRECT_ANSWER=on`), DeFT without the trained DM, without
+`deft-plan` and `chainrag-context` are DeFT's sub-question loop alone (no sentence-graph
+expansion, no direct answer), the same reading only the top 2 passages where none passes
+the relevance filter (`HOPRAG_NONE_KEPT=2`), the same answering shallow questions
+directly when DM_direct says their passages suffice (`HOPRAG_DIRECT_ANSWER=on`), DeFT
+without the trained DM, without
 the QA cache, with its sub-questions planned first (`HOPRAG_SUB_QUESTIONS=plan`), and
 ChainRAG with CxtInt;
 the graph is built first where an index lacks it. `--tag T` names the folders
@@ -34,8 +35,12 @@ HOPRAG = str(ROOT / ".venv" / "bin" / "hoprag")
 SYSTEMS = ("vanilla", "oracle", "deft", "closed_book", "iterative", "chainrag")
 # Run folders for a system under other settings: name -> (system, environment).
 VARIANTS = {
-    "deft-noexpand": ("deft", {"HOPRAG_GRAPH_EXPANSION": "off"}),
-    "deft-none2": ("deft", {"HOPRAG_GRAPH_EXPANSION": "off", "HOPRAG_NONE_KEPT": "2"}),
+    # the sub-question loop alone, as the committed runs of these two were made
+    "deft-noexpand": ("deft", {"HOPRAG_GRAPH_EXPANSION": "off", "HOPRAG_DIRECT_ANSWER": "off"}),
+    "deft-none2": (
+        "deft",
+        {"HOPRAG_GRAPH_EXPANSION": "off", "HOPRAG_DIRECT_ANSWER": "off", "HOPRAG_NONE_KEPT": "2"},
+    ),
     "deft-direct": ("deft", {"HOPRAG_GRAPH_EXPANSION": "off", "HOPRAG_DIRECT_ANSWER": "on"}),
     "deft-zeroshot": ("deft", {"HOPRAG_TRAINED_DM": "off"}),
     "deft-nocache": ("deft", {"HOPRAG_QA_CACHE": "off"}),
