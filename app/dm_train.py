@@ -46,6 +46,7 @@ DIRECT_FEATURES = (  # what `direct_features` returns, in order
 # and its second passage reached), which a linear model cannot say (dev AUC 0.81 linear,
 # 0.86 quadratic: `python -m bench.direct_models`).
 DIRECT_L2 = 2.0
+DIRECT_DESIGN = "quadratic"  # how `direct_design` expands the features; dm.json records it
 SEED = 13
 
 
@@ -277,7 +278,7 @@ def fit_direct(features: np.ndarray, labels: np.ndarray) -> dict[str, Any]:
     weights = fit_logistic((design - mean) / scale, labels, DIRECT_L2)
     return {
         "features": list(DIRECT_FEATURES),
-        "design": "quadratic",
+        "design": DIRECT_DESIGN,
         "mean": mean.tolist(),
         "scale": scale.tolist(),
         "weights": weights,
@@ -286,9 +287,11 @@ def fit_direct(features: np.ndarray, labels: np.ndarray) -> dict[str, Any]:
 
 def direct_probability(model: dict[str, Any], features: Sequence[float]) -> float:
     """p(all gold passages are here) for one question's `direct_features`."""
+    from tools.decision import sigmoid
+
     design = (direct_design(np.asarray([features])) - model["mean"]) / model["scale"]
     *weights, bias = model["weights"]
-    return float(1 / (1 + np.exp(-(float(design[0] @ weights) + bias))))
+    return sigmoid(float(design[0] @ weights) + bias)
 
 
 def direct_inputs(

@@ -163,7 +163,7 @@ class TrainedDM:
     """The fine-tuned cross-encoder: loaded once, scores a batch in one forward pass."""
 
     def __init__(self, folder: Path, runtime_dir: Path) -> None:
-        from app.dm_train import DIRECT_FEATURES, load_runtime
+        from app.dm_train import DIRECT_DESIGN, DIRECT_FEATURES, load_runtime
 
         self.folder = folder
         self.meta = json.loads((folder / "dm.json").read_text())
@@ -172,7 +172,8 @@ class TrainedDM:
         # A direct model fitted on other features (an older dm.json) cannot score ours.
         direct = self.meta["direct"]
         self.direct_fits = (
-            direct.get("features") == list(DIRECT_FEATURES) and direct.get("design") == "quadratic"
+            direct.get("features") == list(DIRECT_FEATURES)
+            and direct.get("design") == DIRECT_DESIGN
         )
         if "direct" in self.use_for and not self.direct_fits:
             warnings.warn(
