@@ -11,7 +11,13 @@ rel     (sub-)question / "title: passage"        1 for its gold passage (gold-pa
                                                  other steps' gold passages (other-step);
                                                  extra["query"] says which query it was
 suff    question / QA table (a prefix of the     1 only for the whole chain (gold-chain),
-        gold chain)                              0 for a strict prefix (chain-prefix)
+        gold chain, or one with a wrong or       0 for a strict prefix (chain-prefix), for a
+        repeated step)                           prefix whose last step asks another
+                                                 relation of the right subject, answered
+                                                 as that relation is elsewhere
+                                                 (wrong-step), and for a strict prefix
+                                                 with its last step asked again in other
+                                                 words (repeated-step)
 same    sub-question / sub-question              1 for two phrasings of one relation step
                                                  (template-paraphrase), 0 for the same
                                                  subject with another relation or the same
@@ -41,6 +47,8 @@ from app.traindata import musique_chain, phrase_relation, wiki2_chain
 CALIBRATION_SHARE = 0.15  # of training questions, held apart to fit the temperatures
 NEGATIVES_PER_QUERY = 3
 SAME_NEAR_MISSES = 2
+_REFERENCE = re.compile(r"#\s*(\d+)")
+_TEMPLATE_FREE = re.compile(r"\s+")
 
 
 @dataclass
@@ -66,6 +74,9 @@ class Item:
     hops: int
     steps: list[tuple[str, str, int | None]]  # sub-question, answer, gold passage id
     triples: list[tuple[str, str, str]]
+    # Per step, (subject, relation) where the gold step is a relation ("X >> performer",
+    # an evidence triple), else None: what wrong and repeated steps are made from.
+    relations: list[tuple[str, str] | None] = field(default_factory=list)
 
 
 def _hops(benchmark: str, q: dict[str, Any]) -> int:
@@ -103,6 +114,23 @@ def _steps(benchmark: str, q: dict[str, Any]) -> list[tuple[str, str, int | None
     return []
 
 
+def _relations(q: dict[str, Any]) -> list[tuple[str, str] | None]:
+    """(subject, relation) of each gold step that is a relation, "#k" resolved."""
+    if q.get("evidences"):
+        return [(subject, relation) for subject, relation, _ in q["evidences"]]
+    answers: list[str] = []
+    relations: list[tuple[str, str] | None] = []
+    for step in q.get("question_decomposition") or []:
+        text = _REFERENCE.sub(
+            lambda m: answers[int(m.group(1)) - 1] if int(m.group(1)) <= len(answers) else "",
+            step["question"],
+        )
+        subject, arrow, relation = text.partition(">>")
+        relations.append((subject.strip(), relation.strip()) if arrow and subject.strip() else None)
+        answers.append(step["answer"])
+    return relations
+
+
 def load_items(data_dir: Path, benchmark: str, split: str) -> list[Item]:
     items = json.loads((data_dir / benchmark / "questions.json").read_text())
     return [
@@ -114,6 +142,7 @@ def load_items(data_dir: Path, benchmark: str, split: str) -> list[Item]:
             hops=_hops(benchmark, q),
             steps=_steps(benchmark, q),
             triples=[tuple(t) for t in q.get("evidences") or []],
+            relations=_relations(q),
         )
         for q in items
         if q.get("split") == split
@@ -169,13 +198,81 @@ def format_table(steps: list[tuple[str, str, Any]]) -> str:
     return "\n".join(f"- {q} {a}" for q, a, _ in steps)
 
 
-def suff_examples(item: Item) -> Iterator[DMExample]:
+def suff_examples(item: Item, answers: dict[str, list[str]] | None = None) -> Iterator[DMExample]:
+    """Gold-chain prefixes, and (given `answers`: relation -> answers seen for it) the
+    near misses that the graph's tables are: a last step that asks another relation of
+    the right subject ("When was X born?" where the question needs where), and a last
+    step asked twice in other words. Without them the DM learnt to count rows."""
     n = len(item.steps)
     for k in range(1, n + 1):
         label, how = (1, "gold-chain") if k == n else (0, "chain-prefix")
         yield DMExample(
             "suff", item.question, format_table(item.steps[:k]), label, how, item.benchmark, item.id
         )
+    for k, relation in enumerate(item.relations[:n]):
+        if relation is None:
+            continue
+        subject, gold_relation = relation
+        if answers:
+            wrong = near_miss(gold_relation, answers, f"{item.id}/{k}", item.steps[k][1])
+            if wrong:
+                table = [*item.steps[:k], (phrase_relation(subject, wrong[0]), wrong[1], None)]
+                yield DMExample(
+                    "suff",
+                    item.question,
+                    format_table(table),
+                    0,
+                    "wrong-step",
+                    item.benchmark,
+                    item.id,
+                )
+        if k < n - 1:
+            again = (paraphrase(subject, gold_relation), item.steps[k][1], None)
+            yield DMExample(
+                "suff",
+                item.question,
+                format_table([*item.steps[: k + 1], again]),
+                0,
+                "repeated-step",
+                item.benchmark,
+                item.id,
+            )
+
+
+def relation_answers(items: list[Item]) -> dict[str, list[str]]:
+    """Relation -> the gold answers its steps have (in item order, without repeats)."""
+    answers: dict[str, list[str]] = {}
+    for item in items:
+        for relation, (_, answer, _) in zip(item.relations, item.steps, strict=False):
+            if relation and answer not in answers.setdefault(relation[1], []):
+                answers[relation[1]].append(answer)
+    return answers
+
+
+def near_miss(
+    relation: str, answers: dict[str, list[str]], key: str, gold_answer: str
+) -> tuple[str, str] | None:
+    """Another relation, as close in words as there is ("date of birth" for "place of
+    birth"), with an answer it has elsewhere that is not the gold one; chosen by a
+    stable hash of `key`."""
+    words = set(relation.lower().split()) - {"of", "the", "a"}
+    others = sorted(r for r in answers if r != relation)
+    if not others:
+        return None
+    best = max(len(words & set(r.lower().split())) for r in others)
+    closest = [r for r in others if len(words & set(r.lower().split())) == best]
+    other = closest[_stable_int(key) % len(closest)]
+    choices = [a for a in answers[other] if a.lower() != gold_answer.lower()]
+    return (other, choices[_stable_int(key + other) % len(choices)]) if choices else None
+
+
+def paraphrase(subject: str, relation: str) -> str:
+    """The relation step in its plain form, or in another when the template is plain."""
+    specific = phrase_relation(subject, relation)
+    plain = f"What is the {relation} of {subject}?"
+    if _TEMPLATE_FREE.sub(" ", specific.lower()) == plain.lower():
+        return f"What is {subject}'s {relation}?"
+    return plain
 
 
 def depth_example(item: Item) -> DMExample:
@@ -184,19 +281,21 @@ def depth_example(item: Item) -> DMExample:
     )
 
 
-_TEMPLATE_FREE = re.compile(r"\s+")
-
-
 def same_examples(item: Item, relations: list[str]) -> Iterator[DMExample]:
     """Paraphrase pairs from relation steps: the phrasing template against the plain
     "What is the R of S?" form; near misses change the relation or the subject."""
     subjects = [s for s, _, _ in item.triples]
     for i, (subject, relation, _) in enumerate(item.triples):
         specific = phrase_relation(subject, relation)
-        plain = f"What is the {relation} of {subject}?"
-        if _TEMPLATE_FREE.sub(" ", specific.lower()) == plain.lower():
-            plain = f"What is {subject}'s {relation}?"
-        yield DMExample("same", specific, plain, 1, "template-paraphrase", item.benchmark, item.id)
+        yield DMExample(
+            "same",
+            specific,
+            paraphrase(subject, relation),
+            1,
+            "template-paraphrase",
+            item.benchmark,
+            item.id,
+        )
         others = [r for r in relations if r != relation]
         for j in range(SAME_NEAR_MISSES):
             other = others[(_stable_int(item.id) + i + j) % len(others)]
@@ -283,6 +382,7 @@ def extra_musique_items(data_dir: Path) -> Iterator[tuple[Item, dict[int, str], 
             2 + (len(steps) > 2) * (len(steps) - 2),
             steps,
             [],
+            _relations(q) if chain else [],
         )
         yield item, texts, gold
 
@@ -321,10 +421,11 @@ def build(data_dir: Path, settings: Any, out_dir: Path) -> dict[str, Any]:
             retriever = Retriever(index, embedder)
             items = load_items(data_dir, benchmark, split)
             relations = sorted({r for item in items for _, r, _ in item.triples})
+            answers = relation_answers(items)
             for item in tqdm(items, desc=f"{benchmark}/{split}", unit="q"):
                 examples = [
                     *rel_examples(item, retriever, index, settings.w),
-                    *suff_examples(item),
+                    *suff_examples(item, answers),
                     depth_example(item),
                     *(same_examples(item, relations) if relations else []),
                     direct_example(item, retriever, settings.w),
@@ -334,9 +435,11 @@ def build(data_dir: Path, settings: Any, out_dir: Path) -> dict[str, Any]:
                 )
                 sets[target] += examples
             index.close()
-    for item, texts, gold in extra_musique_items(data_dir):
+    extra = list(extra_musique_items(data_dir))
+    answers = relation_answers([item for item, _, _ in extra])
+    for item, texts, gold in extra:
         target = "calib" if is_calibration(item.id) else "train"
-        sets[target] += [*extra_rel_examples(item, texts, gold), *suff_examples(item)]
+        sets[target] += [*extra_rel_examples(item, texts, gold), *suff_examples(item, answers)]
     for name, examples in sets.items():
         write_jsonl(out_dir / f"{name}.jsonl", examples)
     counts = {name: count(examples) for name, examples in sets.items()}

@@ -772,6 +772,53 @@ def direct_models() -> str:
     return "\n".join(lines) + "\n"
 
 
+def suff_models() -> str:
+    """DM_suff before and after its near-miss negatives, on dev and on replayed checks."""
+    r = load_results("suff_models")
+    if not r:
+        return ""
+    kinds = ("all", "chain-prefix", "wrong-step", "repeated-step")
+    lines = [
+        "## Decision model: sufficiency against near-miss tables",
+        "",
+        _header(r),
+        r.get("notes", ""),
+        "",
+        "Dev AUC of the whole gold chain (yes) against all negatives and against each "
+        "kind alone (in brackets: how many dev negatives of that kind):",
+        "",
+        "| DM | " + " | ".join(kinds) + " | ECE |",
+        "| --- | " + " | ".join("---:" for _ in kinds) + " | ---: |",
+    ]
+    for name, dev in r["dev"].items():
+        cells = [
+            f"{dev[k]['auc']:.3f}" + (f" ({dev[k]['negatives']})" if "negatives" in dev[k] else "")
+            if k in dev
+            else "-"
+            for k in kinds
+        ]
+        lines.append(f"| {name} | " + " | ".join(cells) + f" | {dev['all']['ece']:.3f} |")
+    lines += [
+        "",
+        "Sufficiency checks of committed runs asked again: of the questions a check ended "
+        "(answered from the QA table), how many each DM still ends there, by whether the "
+        "run's answer was right; and of the checks the run answered no, how many each DM "
+        "answers yes.",
+        "",
+        "| run | DM | ended, right | ended, wrong | no checks now yes |",
+        "| --- | --- | ---: | ---: | ---: |",
+    ]
+    for run, rr in r["runs"].items():
+        ended = rr["ended_by_check"]
+        for name in r["dev"]:
+            lines.append(
+                f"| {run} | {name} | {ended['right'].get(name, 0)} of {ended['right']['n']} | "
+                f"{ended['wrong'].get(name, 0)} of {ended['wrong']['n']} | "
+                f"{rr['of_those_now_yes'][name]} of {rr['checks_said_no']} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
 def dm_in_graph() -> str:
     """The DeFT graph with the trained DM against the zero-shot DM (`deft` vs
     `deft-zeroshot`), per benchmark, on the questions both runs answered."""
@@ -857,6 +904,7 @@ def main() -> None:
         dm_train(),
         dm_eval(),
         direct_models(),
+        suff_models(),
         dm_in_graph(),
         sub_question_recall(),
         writer_repeats(),
