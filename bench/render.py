@@ -800,7 +800,8 @@ def suff_models() -> str:
         lines.append(f"| {name} | " + " | ".join(cells) + f" | {dev['all']['ece']:.3f} |")
     lines += [
         "",
-        "Sufficiency checks of committed runs asked again: of the questions a check ended "
+        "Sufficiency checks of committed runs asked again (those the DM decided; the date "
+        "comparisons the rule decides are left out): of the questions a check ended "
         "(answered from the QA table), how many each DM still ends there, by whether the "
         "run's answer was right; and of the checks the run answered no, how many each DM "
         "answers yes.",

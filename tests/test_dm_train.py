@@ -81,6 +81,8 @@ def test_train_save_load_and_score(trained: tuple[Path, dict]) -> None:
     assert saved["platt"] == meta["platt"]
     adapter = out / "adapter_model.safetensors"
     assert 0 < adapter.stat().st_size < 20 * 2**20  # small enough to commit
+    config = json.loads((out / "adapter_config.json").read_text())
+    assert config["base_model_name_or_path"] == dm_train.BASE_MODEL_NAME  # no local path
     loaded = dm_train.load_model(out)
     pairs = [("rel", "Who directed Raise Your Voice?", PASSAGES[i]) for i in (1, 2, 3)]
     logits = loaded.logits(pairs)
