@@ -779,6 +779,13 @@ def _require_dm_data(data: Path, names: Sequence[str]) -> None:
 def dm_data(
     data: DataDirOpt = None,
     out: Annotated[Path, typer.Option("--out", help="Where the JSONL files go.")] = Path("dm_data"),
+    suff_near_misses: Annotated[
+        bool,
+        typer.Option(
+            "--suff-near-misses",
+            help="Also suff negatives with a wrong or repeated last step (not the shipped DM's).",
+        ),
+    ] = False,
 ) -> None:
     """Labelled DM examples from gold annotations: train/calib from `train`, dev from `dev`.
 
@@ -789,7 +796,7 @@ def dm_data(
     settings = _settings()
     data = data or settings.data
     _check_benchmarks(data)
-    typer.echo(json.dumps(builder.build(data, settings, out), indent=2))
+    typer.echo(json.dumps(builder.build(data, settings, out, suff_near_misses), indent=2))
     typer.echo(f"wrote {out}/train.jsonl, calib.jsonl, dev.jsonl and counts.json")
 
 

@@ -11,8 +11,9 @@ rel     (sub-)question / "title: passage"        1 for its gold passage (gold-pa
                                                  other steps' gold passages (other-step);
                                                  extra["query"] says which query it was
 suff    question / QA table (a prefix of the     1 only for the whole chain (gold-chain),
-        gold chain, or one with a wrong or       0 for a strict prefix (chain-prefix), for a
-        repeated step)                           prefix whose last step asks another
+        gold chain)                              0 for a strict prefix (chain-prefix);
+                                                 with --suff-near-misses also 0 for a
+                                                 prefix whose last step asks another
                                                  relation of the right subject, answered
                                                  as that relation is elsewhere
                                                  (wrong-step), and for a strict prefix
@@ -198,34 +199,33 @@ def format_table(steps: list[tuple[str, str, Any]]) -> str:
     return "\n".join(f"- {q} {a}" for q, a, _ in steps)
 
 
-def suff_examples(item: Item, answers: dict[str, list[str]] | None = None) -> Iterator[DMExample]:
-    """Gold-chain prefixes, and (given `answers`: relation -> answers seen for it) the
-    near misses that the graph's tables are: a last step that asks another relation of
-    the right subject ("When was X born?" where the question needs where), and a last
-    step asked twice in other words. Without them the DM learnt to count rows."""
+def suff_examples(item: Item) -> Iterator[DMExample]:
     n = len(item.steps)
     for k in range(1, n + 1):
         label, how = (1, "gold-chain") if k == n else (0, "chain-prefix")
         yield DMExample(
             "suff", item.question, format_table(item.steps[:k]), label, how, item.benchmark, item.id
         )
+
+
+def suff_near_misses(item: Item, answers: dict[str, list[str]]) -> Iterator[DMExample]:
+    """Negatives shaped like the graph's own tables (`answers`: relation -> answers seen
+    for it): a prefix whose last step asks another relation of the right subject ("When
+    was X born?" where the question needs where), and a prefix whose last step is asked
+    again in other words. Trained on prefixes alone, the DM counts rows; trained with
+    these it ranks them better but ended fewer loops in the graph, for more LLM calls and
+    no better answers (`bench.suff_models`; `hoprag dm data --suff-near-misses`)."""
+    n = len(item.steps)
     for k, relation in enumerate(item.relations[:n]):
         if relation is None:
             continue
         subject, gold_relation = relation
-        if answers:
-            wrong = near_miss(gold_relation, answers, f"{item.id}/{k}", item.steps[k][1])
-            if wrong:
-                table = [*item.steps[:k], (phrase_relation(subject, wrong[0]), wrong[1], None)]
-                yield DMExample(
-                    "suff",
-                    item.question,
-                    format_table(table),
-                    0,
-                    "wrong-step",
-                    item.benchmark,
-                    item.id,
-                )
+        wrong = near_miss(gold_relation, answers, f"{item.id}/{k}", item.steps[k][1])
+        if wrong:
+            table = [*item.steps[:k], (phrase_relation(subject, wrong[0]), wrong[1], None)]
+            yield DMExample(
+                "suff", item.question, format_table(table), 0, "wrong-step", item.benchmark, item.id
+            )
         if k < n - 1:
             again = (paraphrase(subject, gold_relation), item.steps[k][1], None)
             yield DMExample(
@@ -402,8 +402,11 @@ def extra_rel_examples(item: Item, texts: dict[int, str], gold: set[int]) -> Ite
 BENCHMARKS = ("musique", "2wikimultihopqa", "hotpotqa")
 
 
-def build(data_dir: Path, settings: Any, out_dir: Path) -> dict[str, Any]:
+def build(
+    data_dir: Path, settings: Any, out_dir: Path, suff_near_misses_too: bool = False
+) -> dict[str, Any]:
     """Write train/calib/dev JSONL files of examples; returns the counts per file and kind.
+    `suff_near_misses_too` adds `suff_near_misses` (to every split: off for the shipped DM).
 
     Needs the three benchmark indexes (named after their benchmarks) for hard negatives
     and for the `direct` labels, which depend on what retrieval returns."""
@@ -421,11 +424,12 @@ def build(data_dir: Path, settings: Any, out_dir: Path) -> dict[str, Any]:
             retriever = Retriever(index, embedder)
             items = load_items(data_dir, benchmark, split)
             relations = sorted({r for item in items for _, r, _ in item.triples})
-            answers = relation_answers(items)
+            answers = relation_answers(items) if suff_near_misses_too else {}
             for item in tqdm(items, desc=f"{benchmark}/{split}", unit="q"):
                 examples = [
                     *rel_examples(item, retriever, index, settings.w),
-                    *suff_examples(item, answers),
+                    *suff_examples(item),
+                    *(suff_near_misses(item, answers) if answers else []),
                     depth_example(item),
                     *(same_examples(item, relations) if relations else []),
                     direct_example(item, retriever, settings.w),
@@ -436,10 +440,14 @@ def build(data_dir: Path, settings: Any, out_dir: Path) -> dict[str, Any]:
                 sets[target] += examples
             index.close()
     extra = list(extra_musique_items(data_dir))
-    answers = relation_answers([item for item, _, _ in extra])
+    answers = relation_answers([item for item, _, _ in extra]) if suff_near_misses_too else {}
     for item, texts, gold in extra:
         target = "calib" if is_calibration(item.id) else "train"
-        sets[target] += [*extra_rel_examples(item, texts, gold), *suff_examples(item, answers)]
+        sets[target] += [
+            *extra_rel_examples(item, texts, gold),
+            *suff_examples(item),
+            *(suff_near_misses(item, answers) if answers else []),
+        ]
     for name, examples in sets.items():
         write_jsonl(out_dir / f"{name}.jsonl", examples)
     counts = {name: count(examples) for name, examples in sets.items()}

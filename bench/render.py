@@ -779,7 +779,7 @@ def suff_models() -> str:
         return ""
     kinds = ("all", "chain-prefix", "wrong-step", "repeated-step")
     lines = [
-        "## Decision model: sufficiency against near-miss tables",
+        "## Decision model: sufficiency against near-miss tables (not shipped)",
         "",
         _header(r),
         r.get("notes", ""),

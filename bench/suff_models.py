@@ -4,10 +4,11 @@ were made, and on the sufficiency checks of committed DeFT runs, replayed.
     .venv/bin/python -m bench.suff_models --before DIR --after DIR [--data dm_data]
         [--runs musique-deft-direct ...]
 
-DIR is a trained DM folder (`dm.json` and the adapter, as in app/data/dm). The dev rows
-give the AUC of the whole gold chain (yes) against each kind of negative alone: a
-strict prefix of the chain, a prefix whose last step asks another relation of the right
-subject (`wrong-step`), and a prefix with its last step asked again (`repeated-step`).
+DIR is a trained DM folder (`dm.json` and the adapter, as in app/data/dm); --data holds
+examples built by `hoprag dm data --suff-near-misses`. The dev rows give the AUC of the
+whole gold chain (yes) against each kind of negative alone: a strict prefix of the
+chain, a prefix whose last step asks another relation of the right subject
+(`wrong-step`), and a prefix with its last step asked again (`repeated-step`).
 The replay rebuilds each run's QA table at every sufficiency check from its trace and
 asks both DMs again: of the questions the check ended (answered from the QA table), how
 many each DM still ends at that check, split by whether the run's answer was right; and

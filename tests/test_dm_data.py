@@ -12,6 +12,7 @@ from app.dm_data import (
     relation_answers,
     same_examples,
     suff_examples,
+    suff_near_misses,
 )
 
 CHAIN = Item(
@@ -53,11 +54,7 @@ def test_rel_labels_every_gold_passage_for_the_question_and_one_per_step() -> No
 
 def test_suff_is_yes_only_for_the_whole_chain() -> None:
     rows = list(suff_examples(CHAIN))
-    assert [(r.label, r.how) for r in rows] == [
-        (0, "chain-prefix"),
-        (1, "gold-chain"),
-        (0, "repeated-step"),
-    ]
+    assert [(r.label, r.how) for r in rows] == [(0, "chain-prefix"), (1, "gold-chain")]
     assert rows[1].text_b.splitlines() == [
         "- Who directed Raise Your Voice? Sean McNamara",
         "- Where was Sean McNamara born? Burbank",
@@ -77,8 +74,8 @@ def test_suff_near_misses_ask_another_relation_or_repeat_a_step() -> None:
     )
     answers = relation_answers([CHAIN, other])
     assert answers["place of birth"] == ["Burbank"] and answers["date of birth"] == ["1950"]
-    rows = list(suff_examples(CHAIN, answers))
-    assert [r.label for r in rows if r.how in {"wrong-step", "repeated-step"}] == [0, 0, 0]
+    rows = list(suff_near_misses(CHAIN, answers))
+    assert [r.label for r in rows] == [0, 0, 0]
     wrong = [r.text_b.splitlines() for r in rows if r.how == "wrong-step"]
     # the second step asks the closest other relation ("date of birth": "birth" shared)
     assert wrong[-1] == [
@@ -92,8 +89,7 @@ def test_suff_near_misses_ask_another_relation_or_repeat_a_step() -> None:
             "- What is the director of Raise Your Voice? Sean McNamara",
         ]
     ]
-    assert list(suff_examples(CHAIN, answers)) == rows  # stable
-    assert [r.how for r in suff_examples(CHAIN)] == ["chain-prefix", "gold-chain", "repeated-step"]
+    assert list(suff_near_misses(CHAIN, answers)) == rows  # stable
 
 
 def test_same_pairs_paraphrases_and_near_misses() -> None:
