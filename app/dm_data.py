@@ -43,12 +43,11 @@ from pathlib import Path
 from typing import Any
 
 from app.corpus import passage_text as corpus_passage_text
-from app.traindata import musique_chain, phrase_relation, wiki2_chain
+from app.traindata import musique_chain, phrase_relation, resolve_references, wiki2_chain
 
 CALIBRATION_SHARE = 0.15  # of training questions, held apart to fit the temperatures
 NEGATIVES_PER_QUERY = 3
 SAME_NEAR_MISSES = 2
-_REFERENCE = re.compile(r"#\s*(\d+)")
 _TEMPLATE_FREE = re.compile(r"\s+")
 
 
@@ -122,11 +121,7 @@ def _relations(q: dict[str, Any]) -> list[tuple[str, str] | None]:
     answers: list[str] = []
     relations: list[tuple[str, str] | None] = []
     for step in q.get("question_decomposition") or []:
-        text = _REFERENCE.sub(
-            lambda m: answers[int(m.group(1)) - 1] if int(m.group(1)) <= len(answers) else "",
-            step["question"],
-        )
-        subject, arrow, relation = text.partition(">>")
+        subject, arrow, relation = resolve_references(step["question"], answers).partition(">>")
         relations.append((subject.strip(), relation.strip()) if arrow and subject.strip() else None)
         answers.append(step["answer"])
     return relations

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from functools import cache
 from pathlib import Path
@@ -61,18 +62,23 @@ def _tidy(question: str) -> str:
     return question if question.endswith("?") else f"{question}?"
 
 
+def resolve_references(text: str, answers: Sequence[str]) -> str:
+    """`#k` replaced by the k-th earlier gold answer; a reference past them stays."""
+
+    def resolve(match: re.Match[str]) -> str:
+        k = int(match.group(1))
+        return answers[k - 1] if 0 < k <= len(answers) else match.group(0)
+
+    return _BACKREF.sub(resolve, text)
+
+
 def musique_chain(item: dict[str, Any], source: str) -> GoldChain | None:
     """Resolve `#k` with earlier gold answers so every step names its entity."""
     answers: list[str] = []
     steps, templated = [], []
     for step in item.get("question_decomposition") or []:
-
-        def resolve(match: re.Match[str]) -> str:
-            k = int(match.group(1))
-            return answers[k - 1] if 0 < k <= len(answers) else match.group(0)
-
         raw = step["question"]
-        text = _BACKREF.sub(resolve, raw)
+        text = resolve_references(raw, answers)
         if _BACKREF.search(text):
             return None  # a reference to a later step: not a chain we can show
         if ">>" in raw:
