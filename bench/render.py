@@ -507,6 +507,37 @@ def deft_costs() -> str:
     return "\n".join(lines) + "\n"
 
 
+def deft_errors() -> str:
+    r = load_results("deft_errors")
+    if not r:
+        return ""
+    stages = ("never_read", "read_not_taken", "in_table_lost", "in_answer", "yes_no")
+    lines = [
+        "## DeFT: where wrong answers lost the gold answer",
+        "",
+        _header(r),
+        "Read from the traces of committed runs (first 60 dev questions): each question with "
+        "EM 0 at the first stage where the gold answer (or an alias, normalised, as whole "
+        "words) went missing. `never_read`: no passage fed to any reader holds it; "
+        "`read_not_taken`: one did, but neither a QA-table row nor the prediction took it; "
+        "`in_table_lost`: a row held it, the final answer did not; `in_answer`: the "
+        "prediction holds it in other words; `yes_no`: a yes/no gold answer. `stopped "
+        "short`: wrong answers from the QA table with fewer rows than gold passages (the "
+        "sufficiency check stopped before the chain was complete; an upper bound, as a row "
+        "can state two hops). Vanilla rows are the same count for its one reading.",
+        "",
+        "| run | wrong | " + " | ".join(f"`{s}`" for s in stages) + " | stopped short |",
+        "| --- | ---: | " + " | ".join("---:" for _ in stages) + " | ---: |",
+    ]
+    for row in r["rows"]:
+        lines.append(
+            f"| {row['run']} | {row['wrong']} | "
+            + " | ".join(str(row["lost_at"][s]) for s in stages)
+            + f" | {row['table_endings_stopped_short']} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 def reader_replay() -> str:
     r = load_results("reader_replay")
     if not r:
@@ -915,6 +946,7 @@ def main() -> None:
         reader_replay(),
         evaluations(),
         deft_costs(),
+        deft_errors(),
         qa_cache_study(),
         serveload_results(),
     ]

@@ -1,0 +1,103 @@
+"""Where a DeFT run lost the gold answer on the questions it got wrong, read from its
+committed traces.
+
+    .venv/bin/python -m bench.deft_errors RUN [RUN ...]
+
+Each question with EM 0 gets the first stage at which the gold answer (or an alias,
+SQuAD-normalised, as a substring) went missing:
+
+- `never_read`: no passage fed to any reader holds it: retrieval and the sub-questions
+  never reached the passage that states it.
+- `read_not_taken`: a passage fed holds it, but no QA-table row's answer does (nor the
+  prediction): a reader saw it and answered something else, or no step asked for it.
+- `in_table_lost`: a QA-table row holds it and the final answer does not.
+- `in_answer`: the prediction holds it but is not an exact match (wording, extra words).
+- `yes_no`: the gold answer is yes or no, which no passage states.
+
+For questions that ended from the QA table it also counts `stopped_short`: fewer rows
+than the question has gold passages, so the sufficiency check stopped before the chain
+was complete (a row can state two hops at once, so this is an upper bound). Substring
+matching (on word boundaries) can find a short alias inside a passage by chance, so
+`never_read` is a lower bound. Results go to bench/results/deft_errors.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from app.corpus import load_corpus
+from app.evaluation import load_run
+from app.metrics import normalize_answer
+from bench.common import find_run, save, trace_states
+from bench.deft_endings import ending
+
+STAGES = ("never_read", "read_not_taken", "in_table_lost", "in_answer", "yes_no")
+
+
+def holds(text: str, golds: list[str]) -> bool:
+    """Some gold answer is in `text`, both SQuAD-normalised, as whole words."""
+    padded = f" {normalize_answer(text)} "
+    return any((g := normalize_answer(gold)) and f" {g} " in padded for gold in golds)
+
+
+def qa_table(record: dict[str, Any]) -> list[dict[str, Any]]:
+    """The QA table the question ended with."""
+    *_, (last, state) = trace_states(record)
+    return state["qa_table"] + (last.get("qa_table") or [])
+
+
+def lost_at(record: dict[str, Any], text: dict[int, str]) -> str:
+    """The first stage at which a wrong answer's gold went missing (see the module doc)."""
+    golds = record["gold"]
+    if {normalize_answer(g) for g in golds} <= {"yes", "no"}:
+        return "yes_no"
+    if holds(record["prediction"], golds):
+        return "in_answer"
+    if any(holds(row["answer"], golds) for row in qa_table(record)):
+        return "in_table_lost"
+    if any(holds(text[pid], golds) for pid in record["passages_fed"]):
+        return "read_not_taken"
+    return "never_read"
+
+
+def summarise(folder_name: str) -> dict[str, Any]:
+    meta, records = load_run(find_run(folder_name))
+    corpus = load_corpus(Path(meta["data"]).with_name("corpus.json"))
+    text = {p.id: f"{p.title} {p.text}" for p in corpus}
+    wrong = [r for r in records if not r["em"]]
+    stages: dict[str, Counter[str]] = {}
+    stopped_short = 0
+    for record in wrong:
+        end = ending(record).split(" ")[0]
+        stages.setdefault(end, Counter())[lost_at(record, text)] += 1
+        if end == "answer_from_qa_table":
+            stopped_short += len(qa_table(record)) < len(record["gold_ids"])
+    total: Counter[str] = sum(stages.values(), Counter())
+    return {
+        "run": folder_name,
+        "n": len(records),
+        "wrong": len(wrong),
+        "lost_at": {s: total[s] for s in STAGES},
+        "by_ending": {e: {s: c[s] for s in STAGES} for e, c in sorted(stages.items())},
+        "table_endings_stopped_short": stopped_short,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("runs", nargs="+")
+    args = parser.parse_args()
+    rows = [summarise(run) for run in args.runs]
+    for row in rows:
+        print(row)
+    save(
+        "deft_errors",
+        {"command": "python -m bench.deft_errors " + " ".join(args.runs), "rows": rows},
+    )
+
+
+if __name__ == "__main__":
+    main()
