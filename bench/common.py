@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import platform
@@ -100,6 +101,18 @@ def run_measured(args: list[str]) -> tuple[float, float, str]:
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"{' '.join(args[1:3])} failed: {stderr.strip()[-2000:]}")
     return seconds, usage.ru_maxrss / 2**20, stdout
+
+
+def summarise_runs(script: str, summarise: Callable[[str], dict[str, Any]], doc: str) -> None:
+    """The command line of a script that reads committed runs: `summarise` each RUN named,
+    print its row and save them all as `bench/results/SCRIPT.json` with the command."""
+    parser = argparse.ArgumentParser(description=doc)
+    parser.add_argument("runs", nargs="+")
+    runs = parser.parse_args().runs
+    rows = [summarise(run) for run in runs]
+    for row in rows:
+        print(row)
+    save(script, {"command": f"python -m bench.{script} " + " ".join(runs), "rows": rows})
 
 
 def run_per_corpus(script: str, build: Callable[[str], dict[str, Any]]) -> None:

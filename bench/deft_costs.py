@@ -19,14 +19,13 @@ direct-answer check would answer at once), with this run's EM there and that of 
 
 from __future__ import annotations
 
-import argparse
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from app.corpus import load_corpus
 from app.evaluation import load_run
-from bench.common import RESULTS, find_run, save
+from bench.common import RESULTS, find_run, summarise_runs
 
 
 def reader(node: str) -> str:
@@ -173,16 +172,7 @@ def summarise(folder_name: str) -> dict[str, Any]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("runs", nargs="+")
-    args = parser.parse_args()
-    rows = [summarise(run) for run in args.runs]
-    for row in rows:
-        print(row)
-    save(
-        "deft_costs",
-        {"command": "python -m bench.deft_costs " + " ".join(args.runs), "rows": rows},
-    )
+    summarise_runs("deft_costs", summarise, __doc__)
 
 
 if __name__ == "__main__":

@@ -23,7 +23,6 @@ matching (on word boundaries) can find a short alias inside a passage by chance,
 
 from __future__ import annotations
 
-import argparse
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -31,7 +30,7 @@ from typing import Any
 from app.corpus import load_corpus
 from app.evaluation import load_run
 from app.metrics import normalize_answer
-from bench.common import find_run, save, trace_states
+from bench.common import find_run, summarise_runs, trace_states
 from bench.deft_endings import ending
 
 STAGES = ("never_read", "read_not_taken", "in_table_lost", "in_answer", "yes_no")
@@ -87,16 +86,7 @@ def summarise(folder_name: str) -> dict[str, Any]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("runs", nargs="+")
-    args = parser.parse_args()
-    rows = [summarise(run) for run in args.runs]
-    for row in rows:
-        print(row)
-    save(
-        "deft_errors",
-        {"command": "python -m bench.deft_errors " + " ".join(args.runs), "rows": rows},
-    )
+    summarise_runs("deft_errors", summarise, __doc__)
 
 
 if __name__ == "__main__":
