@@ -4,7 +4,8 @@ committed traces.
     .venv/bin/python -m bench.deft_errors RUN [RUN ...]
 
 Each question with EM 0 gets the first stage at which the gold answer (or an alias,
-SQuAD-normalised, as a substring) went missing:
+SQuAD-normalised, as whole words) went missing; the stages are checked from the last
+(the prediction) back to the first (the passages read):
 
 - `never_read`: no passage fed to any reader holds it: retrieval and the sub-questions
   never reached the passage that states it.
@@ -14,11 +15,12 @@ SQuAD-normalised, as a substring) went missing:
 - `in_answer`: the prediction holds it but is not an exact match (wording, extra words).
 - `yes_no`: the gold answer is yes or no, which no passage states.
 
-For questions that ended from the QA table it also counts `stopped_short`: fewer rows
+For wrong answers that came from the QA table it also counts `stopped_short`: fewer rows
 than the question has gold passages, so the sufficiency check stopped before the chain
-was complete (a row can state two hops at once, so this is an upper bound). Substring
-matching (on word boundaries) can find a short alias inside a passage by chance, so
-`never_read` is a lower bound. Results go to bench/results/deft_errors.json.
+was complete (a row can state two hops at once, so this is an upper bound). Matching can
+find a short alias inside a passage by chance, so `never_read` is a lower bound. Baseline
+runs (vanilla, oracle) read once, so only the passage stages apply to them. Results go
+to bench/results/deft_errors.json.
 """
 
 from __future__ import annotations
