@@ -407,6 +407,10 @@ def build(
     and for the `direct` labels, which depend on what retrieval returns."""
     from tqdm import tqdm
 
+    def suff_rows(item: Item, answers: dict[str, list[str]]) -> list[DMExample]:
+        near = suff_near_misses(item, answers) if suff_near_misses_too else ()
+        return [*suff_examples(item), *near]
+
     from app.embeddings import Embedder
     from app.store import CorpusIndex
     from tools.retriever import Retriever
@@ -423,8 +427,7 @@ def build(
             for item in tqdm(items, desc=f"{benchmark}/{split}", unit="q"):
                 examples = [
                     *rel_examples(item, retriever, index, settings.w),
-                    *suff_examples(item),
-                    *(suff_near_misses(item, answers) if answers else []),
+                    *suff_rows(item, answers),
                     depth_example(item),
                     *(same_examples(item, relations) if relations else []),
                     direct_example(item, retriever, settings.w),
@@ -438,11 +441,7 @@ def build(
     answers = relation_answers([item for item, _, _ in extra]) if suff_near_misses_too else {}
     for item, texts, gold in extra:
         target = "calib" if is_calibration(item.id) else "train"
-        sets[target] += [
-            *extra_rel_examples(item, texts, gold),
-            *suff_examples(item),
-            *(suff_near_misses(item, answers) if answers else []),
-        ]
+        sets[target] += [*extra_rel_examples(item, texts, gold), *suff_rows(item, answers)]
     for name, examples in sets.items():
         write_jsonl(out_dir / f"{name}.jsonl", examples)
     counts = {name: count(examples) for name, examples in sets.items()}
