@@ -24,11 +24,15 @@ def load(folder: Path) -> dict[str, dict[str, Any]]:
     return {r["id"]: r for r in load_run(folder)[1]}
 
 
+def final_node(record: dict[str, Any]) -> str:
+    """The node that wrote the answer (the last before `reply`)."""
+    return [step["node"] for step in record["trace"] if step["node"] != "reply"][-1]
+
+
 def ending(record: dict[str, Any]) -> str:
     """The final answering node, and whether the QA table held any row by then."""
-    nodes = [step["node"] for step in record["trace"] if step["node"] != "reply"]
     rows = any(step.get("qa_table") for step in record["trace"])
-    return f"{nodes[-1]} ({'with' if rows else 'without'} QA-table rows)"
+    return f"{final_node(record)} ({'with' if rows else 'without'} QA-table rows)"
 
 
 def main() -> None:

@@ -33,7 +33,7 @@ from app.corpus import load_corpus
 from app.evaluation import load_run
 from app.metrics import normalize_answer
 from bench.common import find_run, summarise_runs, trace_states
-from bench.deft_endings import ending
+from bench.deft_endings import final_node
 
 STAGES = ("never_read", "read_not_taken", "in_table_lost", "in_answer", "yes_no")
 
@@ -50,14 +50,15 @@ def qa_table(record: dict[str, Any]) -> list[dict[str, Any]]:
     return state["qa_table"] + (last.get("qa_table") or [])
 
 
-def lost_at(record: dict[str, Any], text: dict[int, str]) -> str:
-    """The first stage at which a wrong answer's gold went missing (see the module doc)."""
+def lost_at(record: dict[str, Any], table: list[dict[str, Any]], text: dict[int, str]) -> str:
+    """The first stage at which a wrong answer's gold went missing (see the module doc);
+    `table` is the QA table the question ended with."""
     golds = record["gold"]
     if {normalize_answer(g) for g in golds} <= {"yes", "no"}:
         return "yes_no"
     if holds(record["prediction"], golds):
         return "in_answer"
-    if any(holds(row["answer"], golds) for row in qa_table(record)):
+    if any(holds(row["answer"], golds) for row in table):
         return "in_table_lost"
     if any(holds(text[pid], golds) for pid in record["passages_fed"]):
         return "read_not_taken"
@@ -72,10 +73,10 @@ def summarise(folder_name: str) -> dict[str, Any]:
     stages: dict[str, Counter[str]] = {}
     stopped_short = 0
     for record in wrong:
-        end = ending(record).split(" ")[0]
-        stages.setdefault(end, Counter())[lost_at(record, text)] += 1
+        end, table = final_node(record), qa_table(record)
+        stages.setdefault(end, Counter())[lost_at(record, table, text)] += 1
         if end == "answer_from_qa_table":
-            stopped_short += len(qa_table(record)) < len(record["gold_ids"])
+            stopped_short += len(table) < len(record["gold_ids"])
     total: Counter[str] = sum(stages.values(), Counter())
     return {
         "run": folder_name,

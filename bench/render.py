@@ -511,7 +511,7 @@ def deft_errors() -> str:
     r = load_results("deft_errors")
     if not r:
         return ""
-    stages = ("never_read", "read_not_taken", "in_table_lost", "in_answer", "yes_no")
+    stages = list(r["rows"][0]["lost_at"])  # in bench.deft_errors.STAGES order
     lines = [
         "## DeFT: where wrong answers lost the gold answer",
         "",
