@@ -14,13 +14,16 @@ says where those steps found the question's first gold passage. `by_steps`: ques
 the number of sub-question steps they took, with their EM and cost. `direct_eligible`:
 the questions whose top-w passages hold every gold passage (where a perfect
 direct-answer check would answer at once), with this run's EM there and that of the
-`vanilla` and `oracle` readers.
+`vanilla` and `oracle` readers. `write_steps`: sub-question steps by what wrote the
+sub-question; `graph_walks`: steps that walked the sentence graph; `seconds_by_walk`:
+median seconds of the questions with and without a walk.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
+from statistics import median
 from typing import Any
 
 from app.corpus import load_corpus
@@ -146,6 +149,25 @@ def _em(records: list[dict[str, Any]], ids: set[str]) -> float | None:
     return round(sum(chosen) / len(chosen), 3) if chosen else None
 
 
+def write_steps(record: dict[str, Any]) -> Counter[str]:
+    """Sub-question steps by what wrote the sub-question (`gave up`: nothing passed)."""
+    return Counter(
+        step.get("written_by") or "gave up"
+        for step in record["trace"]
+        if step["node"] == "write_sub_question"
+    )
+
+
+def walk_seconds(records: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """Median seconds of the questions with and without a sentence-graph walk."""
+    walked = {r["id"] for r in records if any(s["node"] == "expand_from_graph" for s in r["trace"])}
+    groups = {
+        "with_walk": [r["seconds"] for r in records if r["id"] in walked],
+        "without_walk": [r["seconds"] for r in records if r["id"] not in walked],
+    }
+    return {k: {"n": len(v), "median": round(median(v), 1)} for k, v in groups.items() if v}
+
+
 def summarise(folder_name: str) -> dict[str, Any]:
     meta, records = load_run(find_run(folder_name))
     corpus = load_corpus(Path(meta["data"]).with_name("corpus.json"))
@@ -154,7 +176,9 @@ def summarise(folder_name: str) -> dict[str, Any]:
     calls: Counter[str] = Counter()
     fed: Counter[str] = Counter()
     none_passed: Counter[str] = Counter()
+    writers: Counter[str] = Counter()
     for record in records:
+        writers.update(write_steps(record))
         calls.update(call_purposes(record))
         fed.update(word_sources(record, length))
         none_passed.update(none_passed_gold(record))
@@ -168,6 +192,9 @@ def summarise(folder_name: str) -> dict[str, Any]:
         "none_passed_steps": dict(none_passed),
         "by_steps": by_steps(records),
         "direct_eligible": direct_eligible(meta, records),
+        "write_steps": dict(writers),
+        "graph_walks": sum(s["node"] == "expand_from_graph" for r in records for s in r["trace"]),
+        "seconds_by_walk": walk_seconds(records),
     }
 
 
