@@ -850,8 +850,9 @@ def dm_train(
 def dm_calibrate(
     data: DMDataOpt = Path("dm_data"),
 ) -> None:
-    """Refit the per-kind temperatures and the `direct` model of the saved adapter (for
-    an adapter trained elsewhere, e.g. by `bench.dm_recipes` on a GPU)."""
+    """Refit the per-kind temperatures, the `direct` model and the whole-question
+    relevance model of the saved adapter (for an adapter trained elsewhere, e.g. by
+    `bench.dm_recipes` on a GPU)."""
     from app import dm_train as trainer
 
     _require_dm_data(data, ("train.jsonl", "calib.jsonl"))

@@ -160,6 +160,8 @@ def evaluate(
 
     from tqdm import tqdm
 
+    from app.dm_train import is_question_rel, question_batch, question_contexts
+
     rng = random.Random(13)
     report: dict[str, Any] = {}
     for kind in ("rel", "direct", "depth", "suff", "same"):
@@ -181,6 +183,12 @@ def evaluate(
                 for chunk in tqdm(chunks, desc=f"trained {kind}", unit="batch")
                 for p in trained.p(kind, [(e.text_a, e.text_b) for e in chunk])
             ]
+            if kind == "rel":  # whole-question rows as the graph judges them: in a batch
+                contexts = question_contexts(dev)
+                for i, e in enumerate(tqdm(rows, desc="trained rel, whole question", unit="ex")):
+                    if is_question_rel(e):
+                        batch, at = question_batch(e, contexts, passages)
+                        trained_p[i] = trained.p_question_rel(e.text_a, batch)[at]
         backend = zero_shot.backend(kind)
         picked = list(range(len(rows)))
         if backend == "llm" and len(rows) > llm_per_kind:

@@ -11,7 +11,10 @@ passages, more than the window holds, so it is a logistic model, fitted on train
 questions, over features of the question's passages (`direct_features`) with their
 squares and pairwise products: their calibrated relevance, the relevance carried over
 title links (a later hop's passage is named in an earlier one's text, never in the
-question), and the depth estimate.
+question), and the depth estimate. Relevance to the whole question has the same blind
+spot (a bridge passage shares nothing with the question), so where the graph judges
+passages against the whole question (the direct answer, the fallback) a second logistic
+model over the batch (`question_rel_features`) carries relevance over those title links.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from __future__ import annotations
 import json
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -41,13 +44,29 @@ DIRECT_FEATURES = (  # what `direct_features` returns, in order
     *(f"{name}relevance, rank {k}" for name in ("", "linked ", "reached ") for k in (1, 2)),
     "p(at most two hops)",
     "titles named in the question",
+    *(f"whole-question relevance, rank {k}" for k in (1, 2)),
+    "passages relevant to the whole question",
 )
 # Ridge of the direct model, over the standardised features, their squares and pairwise
 # products: "all gold passages are here" needs two things at once (a shallow question
 # and its second passage reached), which a linear model cannot say (dev AUC 0.81 linear,
 # 0.86 quadratic: `python -m bench.direct_models`).
 DIRECT_L2 = 2.0
+DIRECT_PASSING = 0.5  # tau_rel: a passage counts as relevant to the whole question
 DIRECT_DESIGN = "quadratic"  # how `direct_design` expands the features; dm.json records it
+QUESTION_REL_FEATURES = (  # what `question_rel_features` returns per passage, in order
+    "relevance (logit)",
+    "relevance of a passage naming its title",
+    "relevance of a passage it names by title",
+    "reached relevance of a passage naming its title",
+    "its title named in the question",
+    "named by a passage whose title the question names",
+    "best relevance in the batch",
+    "second-best relevance in the batch",
+)
+# Ridge of the whole-question relevance model (same quadratic design); whole-question dev
+# AUC 0.79 for the cross-encoder alone, 0.88 linear, 0.92 quadratic (`hoprag dm eval`).
+QUESTION_REL_L2 = 5.0
 SEED = 13
 
 
@@ -247,22 +266,38 @@ def train_cross_encoder(
 
 
 def direct_features(
-    question: str, passages: Sequence[str], rel_probabilities: Sequence[float], p_shallow: float
+    question: str,
+    passages: Sequence[str],
+    rel_probabilities: Sequence[float],
+    p_shallow: float,
+    question_rel: Sequence[float],
 ) -> list[float]:
     """The `DIRECT_FEATURES` of a question's top passages. Whether all gold passages are
     among them turns on the later hops, whose passages nothing in the question names:
     a passage whose title appears in the text of a relevant one is reached through it,
-    so it carries that passage's relevance ("linked"); "reached" is the larger of the two."""
+    so it carries that passage's relevance ("linked"); "reached" is the larger of the two.
+    `question_rel` is the whole-question relevance of each passage (`p_question_rel`),
+    which reads those links with the rest of the batch; how many pass it counts the
+    hops already in hand."""
     rel = np.asarray(rel_probabilities, dtype=float)
     links = title_links(passages).astype(float)
     linked = (links * rel[:, None]).max(axis=0) if len(rel) else rel
     reached = np.maximum(rel, linked)
 
-    def top(values: np.ndarray) -> list[float]:
-        return [*sorted(values.tolist(), reverse=True), 0.0, 0.0][:2]
+    def top(values: Any) -> list[float]:
+        return [*sorted(np.asarray(values, dtype=float).tolist(), reverse=True), 0.0, 0.0][:2]
 
     named = titles_named(question, passages)
-    return [*top(rel), *top(linked), *top(reached), p_shallow, float(named)]
+    passing = float(sum(p >= DIRECT_PASSING for p in question_rel))
+    return [
+        *top(rel),
+        *top(linked),
+        *top(reached),
+        p_shallow,
+        float(named),
+        *top(question_rel),
+        passing,
+    ]
 
 
 def direct_design(features: np.ndarray) -> np.ndarray:
@@ -272,13 +307,16 @@ def direct_design(features: np.ndarray) -> np.ndarray:
     return np.hstack([features, np.stack(products, axis=1)])
 
 
-def fit_direct(features: np.ndarray, labels: np.ndarray) -> dict[str, Any]:
-    """The direct model as `dm.json` keeps it (read by `direct_probability`)."""
+def fit_quadratic(
+    features: np.ndarray, labels: np.ndarray, names: Sequence[str], l2: float
+) -> dict[str, Any]:
+    """A logistic model over standardised features, their squares and pairwise products,
+    as `dm.json` keeps it (read by `quadratic_probabilities`)."""
     design = direct_design(features)
     mean, scale = design.mean(axis=0), design.std(axis=0) + 1e-9
-    weights = fit_logistic((design - mean) / scale, labels, DIRECT_L2)
+    weights = fit_logistic((design - mean) / scale, labels, l2)
     return {
-        "features": list(DIRECT_FEATURES),
+        "features": list(names),
         "design": DIRECT_DESIGN,
         "mean": mean.tolist(),
         "scale": scale.tolist(),
@@ -286,26 +324,134 @@ def fit_direct(features: np.ndarray, labels: np.ndarray) -> dict[str, Any]:
     }
 
 
-def direct_probability(model: dict[str, Any], features: Sequence[float]) -> float:
-    """p(all gold passages are here) for one question's `direct_features`."""
+def quadratic_probabilities(model: dict[str, Any], features: np.ndarray) -> list[float]:
+    """p(yes) of each row of features under a `fit_quadratic` model."""
     from tools.decision import sigmoid
 
-    design = (direct_design(np.asarray([features])) - model["mean"]) / model["scale"]
+    design = (direct_design(np.asarray(features, dtype=float)) - model["mean"]) / model["scale"]
     *weights, bias = model["weights"]
-    return sigmoid(float(design[0] @ weights) + bias)
+    return [sigmoid(float(x) + bias) for x in design @ np.asarray(weights)]
+
+
+def fits(model: dict[str, Any] | None, names: Sequence[str]) -> bool:
+    """Whether a saved model was fitted on these features and this design (an older
+    `dm.json` may hold one fitted on others, which cannot score ours)."""
+    return (
+        bool(model)
+        and model.get("features") == list(names)
+        and (model.get("design") == DIRECT_DESIGN)
+    )
+
+
+def fit_direct(features: np.ndarray, labels: np.ndarray) -> dict[str, Any]:
+    """The direct model as `dm.json` keeps it (read by `direct_probability`)."""
+    return fit_quadratic(features, labels, DIRECT_FEATURES, DIRECT_L2)
+
+
+def direct_probability(model: dict[str, Any], features: Sequence[float]) -> float:
+    """p(all gold passages are here) for one question's `direct_features`."""
+    return quadratic_probabilities(model, np.asarray([features]))[0]
+
+
+def question_rel_features(
+    question: str, passages: Sequence[str], rel_probabilities: Sequence[float]
+) -> np.ndarray:
+    """One row of `QUESTION_REL_FEATURES` per passage, from the batch it was judged in:
+    a bridge passage is named by title in a relevant passage (directly or through one
+    more), or in a passage the question names."""
+    rel = np.asarray(rel_probabilities, dtype=float)
+    if not len(rel):
+        return np.zeros((0, len(QUESTION_REL_FEATURES)))
+    links = title_links(passages).astype(float)
+    linked_in = (links * rel[:, None]).max(axis=0)
+    linked_out = (links.T * rel[:, None]).max(axis=0)
+    linked_twice = (links * np.maximum(rel, linked_in)[:, None]).max(axis=0)
+    named = np.array([titles_named(question, [p]) for p in passages], dtype=float)
+    from_named = (links * named[:, None]).max(axis=0)
+    best = [*sorted(rel.tolist(), reverse=True), 0.0][:2]
+    clipped = np.clip(rel, 1e-6, 1 - 1e-6)
+    return np.column_stack(
+        [
+            np.log(clipped / (1 - clipped)),
+            linked_in,
+            linked_out,
+            linked_twice,
+            named,
+            from_named,
+            np.full(len(rel), best[0]),
+            np.full(len(rel), best[1]),
+        ]
+    )
+
+
+def rel_probabilities(
+    encoder: Any, platt: dict[str, dict[str, float]], question: str, passages: Sequence[str]
+) -> list[float]:
+    """Calibrated DM_rel of each passage, in one forward pass."""
+    from tools.decision import Platt
+
+    scale = Platt(**platt["rel"])
+    return [scale(float(x)) for x in encoder.logits([("rel", question, t) for t in passages])]
+
+
+def question_rel_inputs(
+    encoder: Any, platt: dict[str, dict[str, float]], question: str, passages: Sequence[str]
+) -> np.ndarray:
+    """`question_rel_features` of a batch, as fitted and as served."""
+    return question_rel_features(
+        question, passages, rel_probabilities(encoder, platt, question, passages)
+    )
+
+
+def question_contexts(examples: Sequence[DMExample]) -> dict[tuple[str, str], list[int]]:
+    """(benchmark, question id) -> the question's top-w passage ids, from the `direct`
+    examples of the same split."""
+    return {
+        (e.source, e.question_id): e.extra["passage_ids"] for e in examples if e.kind == "direct"
+    }
+
+
+def is_question_rel(example: DMExample) -> bool:
+    """A `rel` example judged against the whole question (not one sub-question)."""
+    return example.kind == "rel" and example.extra.get("query") == "question"
+
+
+def question_batch(
+    example: DMExample,
+    contexts: dict[tuple[str, str], list[int]],
+    passages: Callable[[str, list[int]], list[str]],
+) -> tuple[list[str], int]:
+    """The batch a whole-question judgement of the example's passage sees: the
+    question's top-w (as the direct node scores them) with the passage added when
+    missing, and the passage's place in it."""
+    ids = contexts.get((example.source, example.question_id), [])
+    context = passages(example.source, ids) if ids else []
+    batch = context if example.text_b in context else [*context, example.text_b]
+    return batch, batch.index(example.text_b)
 
 
 def direct_inputs(
-    encoder: Any, platt: dict[str, dict[str, float]], question: str, passages: Sequence[str]
+    encoder: Any,
+    platt: dict[str, dict[str, float]],
+    question_rel: dict[str, Any],
+    question: str,
+    passages: Sequence[str],
 ) -> list[float]:
     """`direct_features` from the cross-encoder, as fitted and as served: relevance of
     every passage and the depth estimate in one forward pass (the int8 runtime's scores
-    shift slightly with the batch, so fitting and serving must batch alike)."""
+    shift slightly with the batch, so fitting and serving must batch alike), and the
+    whole-question relevance from `question_rel` (per-passage relevance without one)."""
     from tools.decision import Platt
 
     logits = encoder.logits([("rel", question, t) for t in passages] + [("depth", question, "")])
     rel = [Platt(**platt["rel"])(float(x)) for x in logits[:-1]]
-    return direct_features(question, passages, rel, Platt(**platt["depth"])(float(logits[-1])))
+    whole = (
+        quadratic_probabilities(question_rel, question_rel_features(question, passages, rel))
+        if fits(question_rel, QUESTION_REL_FEATURES) and passages
+        else rel
+    )
+    p_shallow = Platt(**platt["depth"])(float(logits[-1]))
+    return direct_features(question, passages, rel, p_shallow, whole)
 
 
 def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1e-2) -> list[float]:
@@ -373,6 +519,30 @@ def save_adapter(
     (out_dir / "training.json").write_text(json.dumps(training, indent=2) + "\n")
 
 
+def fit_question_rel(
+    encoder: Any,
+    platt: dict[str, dict[str, float]],
+    calib_set: Sequence[DMExample],
+    passages: Callable[[str, list[int]], list[str]],
+    progress: bool,
+) -> dict[str, Any]:
+    """The whole-question relevance model, on the held-apart `calib` examples only (on
+    `train` the cross-encoder's own scores are too good to learn from); empty, and so
+    not served, when those hold no whole-question examples of both labels."""
+    from tqdm import tqdm
+
+    contexts = question_contexts(calib_set)
+    rows = [e for e in calib_set if is_question_rel(e)]
+    x = []
+    for e in tqdm(rows, desc="fitting question rel", unit="passage", disable=not progress):
+        batch, at = question_batch(e, contexts, passages)
+        x.append(question_rel_inputs(encoder, platt, e.text_a, batch)[at])
+    labels = np.array([e.label for e in rows], dtype=float)
+    if len(set(labels.tolist())) < 2:  # nothing to learn from: relevance stays per passage
+        return {}
+    return fit_quadratic(np.array(x), labels, QUESTION_REL_FEATURES, QUESTION_REL_L2)
+
+
 def calibrate(
     data_dir: Path,
     out_dir: Path,
@@ -381,7 +551,8 @@ def calibrate(
     progress: bool = True,
 ) -> dict[str, Any]:
     """Fit the per-kind temperatures on held-apart `calib` examples and the `direct`
-    logistic model on train + calib questions, for the adapter saved in `out_dir` as
+    logistic model on train + calib questions and the whole-question relevance model on
+    calib ones, for the adapter saved in `out_dir` as
     served (its fast runtime, built into `runtime_dir`); `passages(benchmark, ids)` gives
     `direct` its texts. Writes `dm.json`."""
     from tqdm import tqdm
@@ -401,9 +572,11 @@ def calibrate(
         fitted = fit_platt(logits.tolist(), [e.label for e in rows])
         platt[kind] = {"a": fitted.a, "b": fitted.b}
 
+    question_rel = fit_question_rel(encoder, platt, calib_set, passages, progress)
+
     def features(example: DMExample) -> list[float]:
         texts = passages(example.source, example.extra["passage_ids"])
-        return direct_inputs(encoder, platt, example.text_a, texts)
+        return direct_inputs(encoder, platt, question_rel, example.text_a, texts)
 
     direct_rows = [e for e in train_set + calib_set if e.kind == "direct"]
     x = np.array(
@@ -417,6 +590,7 @@ def calibrate(
         **training,
         "platt": platt,
         "direct": direct,
+        "question_rel": question_rel,
         "runtime": RUNTIME_VERSION,
         "calibration_examples": len(calib_set),
         "calibration_seconds": round(time.monotonic() - started, 1),

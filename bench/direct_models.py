@@ -1,4 +1,5 @@
-"""DM_direct: a linear against a quadratic logistic model over the same features.
+"""DM_direct: a linear against a quadratic logistic model over the same features, and the
+quadratic one without the whole-question relevance features.
 
     .venv/bin/python -m bench.direct_models [--data dm_data]
 
@@ -6,9 +7,10 @@ Both are fitted on the `direct` examples of `train` and `calib` (as `hoprag dm
 calibrate` fits the shipped one) and scored on every `dev` example, from the features
 the served runtime gives (`app.dm_train.direct_inputs`). "Linear" is a logistic model
 over `DIRECT_FEATURES` (ridge 1, as shipped before the quadratic model); "quadratic" is
-`fit_direct`, the shipped model. Per benchmark too: the overall AUC also rewards telling
-benchmarks apart (MuSiQue's 3- and 4-hop questions seldom have all gold passages in the
-top w).
+`fit_direct`, the shipped model; "per-passage relevance only" drops the features read
+from the whole-question relevance model (as shipped before it). Per benchmark too: the
+overall AUC also rewards telling benchmarks apart (MuSiQue's 3- and 4-hop questions
+seldom have all gold passages in the top w).
 """
 
 from __future__ import annotations
@@ -26,13 +28,16 @@ from app.cli import _benchmark_passages
 from app.dm_data import read_jsonl
 from app.dm_eval import auc, ece
 from app.dm_train import (
+    DIRECT_FEATURES,
     DIRECT_L2,
     DM_DIR,
     direct_inputs,
     direct_probability,
     fit_direct,
     fit_logistic,
+    fit_quadratic,
     load_runtime,
+    quadratic_probabilities,
 )
 from app.settings import Settings
 from bench.common import save
@@ -46,11 +51,14 @@ def features(
     split: str,
     encoder: Any,
     platt: dict[str, dict[str, float]],
+    question_rel: dict[str, Any],
     passages: Callable[[str, list[int]], list[str]],
 ) -> tuple[np.ndarray, list[int], list[str]]:
     rows = [e for e in read_jsonl(data / f"{split}.jsonl") if e.kind == "direct"]
     x = [
-        direct_inputs(encoder, platt, e.text_a, passages(e.source, e.extra["passage_ids"]))
+        direct_inputs(
+            encoder, platt, question_rel, e.text_a, passages(e.source, e.extra["passage_ids"])
+        )
         for e in tqdm(rows, desc=split, unit="question")
     ]
     return np.array(x), [e.label for e in rows], [e.source for e in rows]
@@ -76,20 +84,30 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=Path("dm_data"))
     args = parser.parse_args()
     settings = Settings()
-    platt = json.loads((DM_DIR / "dm.json").read_text())["platt"]
+    meta = json.loads((DM_DIR / "dm.json").read_text())
+    platt, question_rel = meta["platt"], meta.get("question_rel", {})
     encoder = load_runtime(DM_DIR, settings.runtime_dir)
     passages = _benchmark_passages(settings)
-    fit_parts = [features(args.data, s, encoder, platt, passages) for s in ("train", "calib")]
+    fit_parts = [
+        features(args.data, s, encoder, platt, question_rel, passages) for s in ("train", "calib")
+    ]
     x_fit = np.vstack([part[0] for part in fit_parts])
     y_fit = np.array([label for part in fit_parts for label in part[1]], dtype=float)
-    x_dev, y_dev, sources = features(args.data, "dev", encoder, platt, passages)
+    x_dev, y_dev, sources = features(args.data, "dev", encoder, platt, question_rel, passages)
 
     *weights, bias = fit_logistic(x_fit, y_fit, LINEAR_L2)
     linear = [sigmoid(float(np.dot(weights, x)) + bias) for x in x_dev]
     model = fit_direct(x_fit, y_fit)
     quadratic = [direct_probability(model, x) for x in x_dev]
+    per_passage = [i for i, name in enumerate(DIRECT_FEATURES) if "whole-question" not in name]
+    names = [DIRECT_FEATURES[i] for i in per_passage]
+    without = fit_quadratic(x_fit[:, per_passage], y_fit, names, DIRECT_L2)
+    without_whole = quadratic_probabilities(without, x_dev[:, per_passage])
     results = {
         f"linear (ridge {LINEAR_L2})": scores(linear, y_dev, sources),
+        f"quadratic (ridge {DIRECT_L2}), per-passage relevance only": scores(
+            without_whole, y_dev, sources
+        ),
         f"quadratic (ridge {DIRECT_L2}, shipped)": scores(quadratic, y_dev, sources),
     }
     for name, r in results.items():

@@ -44,7 +44,7 @@ def passing_at_least(floor: int, ceiling: int) -> Policy:
 
 POLICIES: dict[str, Policy] = {
     "vanilla": lambda p, _s, s: list(p[: s.top_k]),
-    "steps": lambda p, sc, s: keep_relevant(p, sc, s.tau_rel, s.max_kept),
+    "steps": lambda p, sc, s: keep_relevant(p, sc, s.tau_rel, s.max_kept, s.none_kept),
     "dm_top5": lambda p, sc, _s: by_dm(p, sc)[:5],
     "dm_passing_5_to_8": passing_at_least(5, 8),
     "dm_passing_5_to_10": passing_at_least(5, 10),
@@ -67,7 +67,7 @@ def measure(
     for q in items:
         gold = set(q["gold_corpus_idx"])
         passages = [p.as_dict() for p in retriever.retrieve(q["question"], settings.fallback_k)]
-        scores = dm.p_rel(q["question"], passages)
+        scores = dm.p_rel(q["question"], passages, whole_question=True)
         for name, policy in POLICIES.items():
             kept = policy(passages, scores, settings)
             ids = {p["id"] for p in kept}

@@ -733,8 +733,11 @@ def dm_eval() -> str:
         "the trained DM on exactly the zero-shot backend's examples, which is the comparison "
         "that decides who serves a kind. Rows named for a query type split `rel` by what "
         "the passage was judged against: the whole question (every gold passage counts as "
-        "relevant, including later hops' passages that nothing in the question names) or one "
-        "gold sub-question (the graph's per-step relevance filter). Targets: AUC >= "
+        "relevant, including later hops' passages that nothing in the question names; the "
+        "trained DM judges these as the direct answer and the fallback do, in a batch with "
+        "the question's top-w passages, whose title links its whole-question model reads: "
+        "`app.dm_train.question_rel_features`) or one gold sub-question (the graph's "
+        "per-step relevance filter). Targets: AUC >= "
         + ", ".join(f"{k} {v}" for k, v in targets.items())
         + "; ECE <= 0.05.",
         "",

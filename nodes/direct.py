@@ -63,7 +63,9 @@ def answer_directly(
     name by title: a later hop's passage is seldom relevant to Q itself."""
     settings = Settings.of(runtime)
     passages = state.get("question_passages") or []
-    relevant, decisions = judge_relevance(dm, state["question"], passages, settings, 0)
+    relevant, decisions = judge_relevance(
+        dm, state["question"], passages, settings, 0, whole_question=True
+    )
     texts = [passage_text(p["title"], p["text"]) for p in passages]
     chosen = [i for i, p in enumerate(passages) if p in relevant]
     kept = relevant + [passages[j] for j in linked_from(texts, chosen, DIRECT_LINKED_READ)]

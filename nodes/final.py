@@ -89,7 +89,7 @@ def fallback_answer(
     settings = Settings.of(runtime)
     passages = [p.as_dict() for p in retriever.retrieve(state["question"], settings.fallback_k)]
     scores, decisions = score_relevance(
-        dm, state["question"], passages, settings, state.get("hop", 0)
+        dm, state["question"], passages, settings, state.get("hop", 0), whole_question=True
     )
     kept = keep_for_fallback(
         passages, scores, settings.tau_rel, settings.top_k, settings.fallback_extra

@@ -55,10 +55,13 @@ def score_relevance(
     step: int,
     *,
     stored: bool = True,
+    whole_question: bool = False,
 ) -> tuple[list[float], list[Decision]]:
-    """Score every passage in one batch and record one decision per passage (`stored`:
-    as `DecisionModel.p_rel`)."""
-    scores, seconds = timed(lambda: dm.p_rel(question, passages, stored=stored))
+    """Score every passage in one batch and record one decision per passage (`stored`,
+    `whole_question`: as `DecisionModel.p_rel`)."""
+    scores, seconds = timed(
+        lambda: dm.p_rel(question, passages, stored=stored, whole_question=whole_question)
+    )
     share = seconds / max(1, len(passages))
     decisions = [
         decide("rel", step, [p["id"]], s, settings.tau_rel, dm.backend("rel"), share)
@@ -73,9 +76,13 @@ def judge_relevance(
     passages: Sequence[dict[str, Any]],
     settings: Settings,
     step: int,
+    *,
+    whole_question: bool = False,
 ) -> tuple[list[dict[str, Any]], list[Decision]]:
     """Score every passage and apply the loop's keep rules."""
-    scores, decisions = score_relevance(dm, question, passages, settings, step)
+    scores, decisions = score_relevance(
+        dm, question, passages, settings, step, whole_question=whole_question
+    )
     kept = keep_relevant(passages, scores, settings.tau_rel, settings.max_kept, settings.none_kept)
     return kept, decisions
 

@@ -45,6 +45,12 @@ def _examples() -> list[DMExample]:
             "a",
         ),
     ]
+    whole = {"query": "question"}
+    rows += [
+        DMExample("rel", q, PASSAGES[1], 1, "gold-passage", "t", "a", whole),
+        DMExample("rel", q, PASSAGES[2], 1, "gold-passage", "t", "a", whole),
+        DMExample("rel", q, PASSAGES[3], 0, "retrieved-negative", "t", "a", whole),
+    ]
     rows += [
         DMExample("direct", q, "", 1, "gold-in-top-w", "t", "a", {"passage_ids": [1, 3]}),
         DMExample(
@@ -77,6 +83,8 @@ def test_train_save_load_and_score(trained: tuple[Path, dict]) -> None:
     assert set(meta["platt"]) == set(dm_train.CROSS_KINDS)
     n = len(dm_train.DIRECT_FEATURES)
     assert len(meta["direct"]["weights"]) == n + n * (n + 1) // 2 + 1  # with squares, products
+    m = len(dm_train.QUESTION_REL_FEATURES)
+    assert len(meta["question_rel"]["weights"]) == m + m * (m + 1) // 2 + 1
     saved = json.loads((out / "dm.json").read_text())
     assert saved["platt"] == meta["platt"]
     adapter = out / "adapter_model.safetensors"
@@ -192,7 +200,7 @@ def test_direct_features_carry_relevance_over_title_links() -> None:
     features = dict(
         zip(
             dm_train.DIRECT_FEATURES,
-            dm_train.direct_features(question, passages, [0.9, 0.2, 0.1], 0.8),
+            dm_train.direct_features(question, passages, [0.9, 0.2, 0.1], 0.8, [0.9, 0.6, 0.1]),
             strict=True,
         )
     )
@@ -203,6 +211,8 @@ def test_direct_features_carry_relevance_over_title_links() -> None:
     assert [features[f"relevance, rank {k}"] for k in (1, 2)] == pytest.approx([0.9, 0.2])
     assert features["titles named in the question"] == 1.0
     assert features["p(at most two hops)"] == 0.8
+    assert [features[f"whole-question relevance, rank {k}"] for k in (1, 2)] == [0.9, 0.6]
+    assert features["passages relevant to the whole question"] == 2.0
 
 
 def test_the_direct_model_says_what_a_linear_one_cannot() -> None:
@@ -234,3 +244,78 @@ def test_a_direct_model_fitted_on_other_features_is_not_served(
         dm = TrainedDM.load(folder, runtime_dir)
     assert dm is not None and dm.use_for == {"rel"}
     assert dm.p_direct("Who directed Raise Your Voice?", list(PASSAGES.values())) == 0.0
+
+
+def test_question_rel_features_reach_a_bridge_passage_through_title_links() -> None:
+    question = "Where was the director of Raise Your Voice born?"
+    passages = [
+        "Raise Your Voice: a 2004 film directed by Sean McNamara.",
+        "Sean McNamara (director): an American director born in Burbank.",
+        "Burbank: a city in California.",
+        "Basalt: a volcanic rock.",
+    ]
+    rows = dm_train.question_rel_features(question, passages, [0.9, 0.2, 0.3, 0.1])
+    assert rows.shape == (4, len(dm_train.QUESTION_REL_FEATURES))
+    features = [dict(zip(dm_train.QUESTION_REL_FEATURES, r, strict=True)) for r in rows]
+    film, director, city, rock = features
+    assert film["relevance (logit)"] == pytest.approx(np.log(0.9 / 0.1))
+    # the director's passage is named in the film's; the city in the director's
+    assert director["relevance of a passage naming its title"] == pytest.approx(0.9)
+    assert film["relevance of a passage it names by title"] == pytest.approx(0.2)
+    assert city["relevance of a passage naming its title"] == pytest.approx(0.2)
+    assert city["reached relevance of a passage naming its title"] == pytest.approx(0.9)
+    assert (
+        film["its title named in the question"] == 1.0
+        and director["named by a passage whose title the question names"] == 1.0
+    )
+    assert rock["relevance of a passage naming its title"] == 0.0
+    assert [f["best relevance in the batch"] for f in features] == pytest.approx([0.9] * 4)
+    assert [f["second-best relevance in the batch"] for f in features] == pytest.approx([0.3] * 4)
+    assert dm_train.question_rel_features(question, [], []).shape == (0, rows.shape[1])
+
+
+def test_a_whole_question_judgement_sees_the_questions_top_passages() -> None:
+    ex = DMExample("rel", "Q?", PASSAGES[2], 1, "gold-passage", "t", "a", {"query": "question"})
+    texts = lambda _b, ids: [PASSAGES[i] for i in ids]  # noqa: E731
+    assert dm_train.question_batch(ex, {("t", "a"): [1, 3]}, texts) == (
+        [PASSAGES[1], PASSAGES[3], PASSAGES[2]],
+        2,
+    )
+    assert dm_train.question_batch(ex, {("t", "a"): [2, 3]}, texts) == (
+        [PASSAGES[2], PASSAGES[3]],
+        0,
+    )
+    assert dm_train.question_batch(ex, {}, texts) == ([PASSAGES[2]], 0)
+    assert dm_train.question_contexts(_examples()) == {("t", "a"): [1, 3], ("t", "b"): [3]}
+    assert dm_train.is_question_rel(ex) and not dm_train.is_question_rel(_examples()[0])
+
+
+def test_whole_question_relevance_uses_its_model_and_falls_back_without_one(
+    trained: tuple[Path, dict], runtime_dir: Path, tmp_path: Path
+) -> None:
+    question = "Who directed Raise Your Voice?"
+    passages = [{"id": i, "title": t.split(":")[0], "text": t} for i, t in PASSAGES.items()]
+    dm = TrainedDM.load(trained[0], runtime_dir)
+    assert dm is not None and dm.question_rel_fits
+    model = DecisionModel(gateway=None, embedder=None, trained=dm)  # type: ignore[arg-type]
+    model.trained.use_for = {"rel"}  # type: ignore[union-attr]
+    per_passage = model.p_rel(question, passages)
+    whole = model.p_rel(
+        question, [*passages, {"id": 9, "title": "E", "text": ""}], whole_question=True
+    )
+    assert len(whole) == 4 and whole[3] == 0.0 and all(0.0 <= p <= 1.0 for p in whole)
+    assert whole[:3] != pytest.approx(per_passage)
+    older = _copy_with_meta(trained[0], tmp_path, use_for=["rel"], question_rel={})
+    model = DecisionModel(gateway=None, embedder=None, trained=TrainedDM.load(older, runtime_dir))  # type: ignore[arg-type]
+    assert model.p_rel(question, passages, whole_question=True) == pytest.approx(per_passage)
+
+
+def test_no_whole_question_examples_fit_no_model(
+    runtime_dir: Path, trained: tuple[Path, dict]
+) -> None:
+    calib = [e for e in _examples() if not dm_train.is_question_rel(e)]
+    encoder = dm_train.load_runtime(trained[0], runtime_dir)
+    fitted = dm_train.fit_question_rel(
+        encoder, trained[1]["platt"], calib, lambda _b, ids: [], False
+    )
+    assert fitted == {} and not dm_train.fits(fitted, dm_train.QUESTION_REL_FEATURES)

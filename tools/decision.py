@@ -163,18 +163,15 @@ class TrainedDM:
     """The fine-tuned cross-encoder: loaded once, scores a batch in one forward pass."""
 
     def __init__(self, folder: Path, runtime_dir: Path) -> None:
-        from app.dm_train import DIRECT_DESIGN, DIRECT_FEATURES, load_runtime
+        from app.dm_train import DIRECT_FEATURES, QUESTION_REL_FEATURES, fits, load_runtime
 
         self.folder = folder
         self.meta = json.loads((folder / "dm.json").read_text())
         self.encoder = load_runtime(folder, runtime_dir)
         self.use_for = set(self.meta.get("use_for", []))
-        # A direct model fitted on other features (an older dm.json) cannot score ours.
-        direct = self.meta["direct"]
-        self.direct_fits = (
-            direct.get("features") == list(DIRECT_FEATURES)
-            and direct.get("design") == DIRECT_DESIGN
-        )
+        self.direct_fits = fits(self.meta["direct"], DIRECT_FEATURES)
+        # Without one (an older dm.json), whole-question relevance is the per-passage one.
+        self.question_rel_fits = fits(self.meta.get("question_rel"), QUESTION_REL_FEATURES)
         if "direct" in self.use_for and not self.direct_fits:
             warnings.warn(
                 f"the direct model in {folder / 'dm.json'} was fitted on other features; "
@@ -204,13 +201,29 @@ class TrainedDM:
         platt = Platt(**self.meta["platt"][kind])
         return [platt(float(x)) for x in logits]
 
+    def p_question_rel(self, question: str, passages: Sequence[str]) -> list[float]:
+        """Relevance to the whole question of each passage, judged with the batch's title
+        links (`app.dm_train.question_rel_features`)."""
+        from app.dm_train import quadratic_probabilities, question_rel_inputs
+
+        if not self.question_rel_fits:
+            return self.p("rel", [(question, t) for t in passages])
+        features = question_rel_inputs(self.encoder, self.meta["platt"], question, passages)
+        return quadratic_probabilities(self.meta["question_rel"], features)
+
     def p_direct(self, question: str, passages: Sequence[str]) -> float:
         """0 when the direct model was fitted on other features (an older `dm.json`)."""
         from app.dm_train import direct_inputs, direct_probability
 
         if not self.direct_fits:
             return 0.0
-        features = direct_inputs(self.encoder, self.meta["platt"], question, passages)
+        features = direct_inputs(
+            self.encoder,
+            self.meta["platt"],
+            self.meta.get("question_rel", {}),
+            question,
+            passages,
+        )
         return direct_probability(self.meta["direct"], features)
 
 
@@ -246,19 +259,27 @@ class DecisionModel:
         return self.calibration.scale(kind, logit(raw))
 
     def p_rel(
-        self, question: str, passages: Sequence[dict[str, Any]], *, stored: bool = True
+        self,
+        question: str,
+        passages: Sequence[dict[str, Any]],
+        *,
+        stored: bool = True,
+        whole_question: bool = False,
     ) -> list[float]:
         """Relevance of every passage to the (sub-)question, scored as one batch.
         Empty passages get 0 without a model call. `stored=False` for texts that are not
-        the index's passages (sentences, examples): their vectors are computed."""
+        the index's passages (sentences, examples): their vectors are computed.
+        `whole_question`: the multi-hop question itself, whose later hops' passages the
+        trained DM reaches through the batch's title links."""
         scored = [p for p in passages if p.get("text", "").strip()]
         if not scored or self.backend("rel") == "off":
             return [0.0] * len(passages)
         if self.backend("rel") == "trained" and self.trained is not None:
+            texts = [passage_text(p["title"], p["text"]) for p in scored]
             values = iter(
-                self.trained.p(
-                    "rel", [(question, passage_text(p["title"], p["text"])) for p in scored]
-                )
+                self.trained.p_question_rel(question, texts)
+                if whole_question
+                else self.trained.p("rel", [(question, t) for t in texts])
             )
         elif self.backend("rel") == "score":
             values = iter(
