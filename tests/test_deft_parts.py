@@ -508,7 +508,12 @@ def test_the_direct_answer_is_a_setting(direct_answer: bool, direct: bool, calls
 class _JudgesRelevance(_SaysDirect):
     """Relevance to the whole question: only the first hop's passage is relevant."""
 
-    def p_rel(self, question: str, passages: list, stored: bool = True) -> list[float]:
+    whole_question: bool | None = None
+
+    def p_rel(
+        self, question: str, passages: list, stored: bool = True, whole_question: bool = False
+    ) -> list[float]:
+        self.whole_question = whole_question
         return [0.9 if p["title"] == "Tavistrom College" else 0.1 for p in passages]
 
 
@@ -524,7 +529,9 @@ def test_the_direct_answer_reads_the_passages_a_relevant_one_names() -> None:
         "question_passages": passages,
     }
     reader = ScriptedWriter("Ulden River")
-    update = answer_directly(state, Runtime(), dm=_JudgesRelevance(), gateway=reader)  # type: ignore[arg-type]
+    dm = _JudgesRelevance()
+    update = answer_directly(state, Runtime(), dm=dm, gateway=reader)  # type: ignore[arg-type]
+    assert dm.whole_question is True  # judged against the question, with the batch's links
     # one passes: the top 2 (keep rules), then the town the college's text names; the
     # river, named only by the town's passage, is two links away
     assert update["answer_passage_ids"] == [1, 2, 3]
