@@ -400,6 +400,17 @@ def question_rel_inputs(
     )
 
 
+def whole_question_relevance(
+    model: dict[str, Any] | None, question: str, passages: Sequence[str], rel: Sequence[float]
+) -> list[float]:
+    """Each passage's relevance to the whole question under the saved whole-question
+    `model`, from its per-passage relevance `rel` in the same batch; `rel` itself
+    without a model fitted on `QUESTION_REL_FEATURES` (an older `dm.json`)."""
+    if model is None or not passages or not fits(model, QUESTION_REL_FEATURES):
+        return list(rel)
+    return quadratic_probabilities(model, question_rel_features(question, passages, rel))
+
+
 def question_contexts(examples: Sequence[DMExample]) -> dict[tuple[str, str], list[int]]:
     """(benchmark, question id) -> the question's top-w passage ids, from the `direct`
     examples of the same split."""
@@ -442,11 +453,7 @@ def direct_inputs(
 
     logits = encoder.logits([("rel", question, t) for t in passages] + [("depth", question, "")])
     rel = [Platt(**platt["rel"])(float(x)) for x in logits[:-1]]
-    whole = (
-        quadratic_probabilities(question_rel, question_rel_features(question, passages, rel))
-        if fits(question_rel, QUESTION_REL_FEATURES) and passages
-        else rel
-    )
+    whole = whole_question_relevance(question_rel, question, passages, rel)
     p_shallow = Platt(**platt["depth"])(float(logits[-1]))
     return direct_features(question, passages, rel, p_shallow, whole)
 

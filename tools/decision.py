@@ -204,12 +204,11 @@ class TrainedDM:
     def p_question_rel(self, question: str, passages: Sequence[str]) -> list[float]:
         """Relevance to the whole question of each passage, judged with the batch's title
         links (`app.dm_train.question_rel_features`)."""
-        from app.dm_train import quadratic_probabilities, question_rel_inputs
+        from app.dm_train import whole_question_relevance
 
-        if not self.question_rel_fits:
-            return self.p("rel", [(question, t) for t in passages])
-        features = question_rel_inputs(self.encoder, self.meta["platt"], question, passages)
-        return quadratic_probabilities(self.meta["question_rel"], features)
+        rel = self.p("rel", [(question, t) for t in passages])
+        model = self.meta["question_rel"] if self.question_rel_fits else None
+        return whole_question_relevance(model, question, passages, rel)
 
     def p_direct(self, question: str, passages: Sequence[str]) -> float:
         """0 when the direct model was fitted on other features (an older `dm.json`)."""
