@@ -26,6 +26,7 @@ same    sub-question / sub-question              1 for two phrasings of one rela
 depth   question / ""                            1 when gold needs at most 2 hops (gold-hops)
 direct  question / its top-w passage ids         1 when all gold passages are among them
                                                  (gold-in-top-w); scored from `rel`
+                                                 and the retrieval's signals (stored)
 
 Questions are split into train and calibration sets by a hash of their id, so a question
 never feeds both.
@@ -317,6 +318,8 @@ def same_examples(item: Item, relations: list[str]) -> Iterator[DMExample]:
 
 
 def direct_example(item: Item, retriever: Any, w: int) -> DMExample:
+    """The question's top w with how surely retrieval found them (`retrieval_signals`),
+    which the direct model reads beside the passages."""
     top = [p.id for p in retriever.retrieve(item.question, w)]
     label = int(set(item.gold_ids) <= set(top))
     return DMExample(
@@ -327,7 +330,7 @@ def direct_example(item: Item, retriever: Any, w: int) -> DMExample:
         "gold-in-top-w",
         item.benchmark,
         item.id,
-        extra={"passage_ids": top},
+        extra={"passage_ids": top, "retrieval": retriever.retrieval_signals(item.question)},
     )
 
 

@@ -160,7 +160,12 @@ def evaluate(
 
     from tqdm import tqdm
 
-    from app.dm_train import is_question_rel, question_batch, question_contexts
+    from app.dm_train import (
+        is_question_rel,
+        question_batch,
+        question_contexts,
+        retrieval_signals_of,
+    )
 
     rng = random.Random(13)
     report: dict[str, Any] = {}
@@ -173,7 +178,9 @@ def evaluate(
         labels = [e.label for e in rows]
         if kind == "direct":
             trained_p = [
-                trained.p_direct(e.text_a, passages(e.source, e.extra["passage_ids"]))
+                trained.p_direct(
+                    e.text_a, passages(e.source, e.extra["passage_ids"]), retrieval_signals_of(e)
+                )
                 for e in tqdm(rows, desc="trained direct", unit="ex")
             ]
         else:

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from app.errors import UserError
 from tools.title_links import title_links, titles_named
 
 if TYPE_CHECKING:  # the trainer itself needs only torch, transformers and peft
@@ -47,6 +48,16 @@ DIRECT_FEATURES = (  # what `direct_features` returns, in order
     *(f"whole-question relevance, rank {k}" for k in (1, 2)),
     "passages relevant to the whole question",
 )
+RETRIEVAL_SIGNALS = (  # what `Retriever.retrieval_signals` returns, in order
+    "fused score, rank 2",
+    "fused score, lead of rank 2 over rank 3",
+    "best BM25 score",
+)
+# DM_direct on the question's top w reads how surely retrieval found them too (query
+# performance prediction): on dev AUC 0.907 against 0.883 without, MuSiQue 0.697
+# against 0.636 (`python -m bench.direct_models`). Text gathered without a retrieval of
+# its own (the sentence-graph expansion) is judged on DIRECT_FEATURES alone.
+DIRECT_RETRIEVED_FEATURES = (*DIRECT_FEATURES, *RETRIEVAL_SIGNALS)
 # Ridge of the direct model, over the standardised features, their squares and pairwise
 # products: "all gold passages are here" needs two things at once (a shallow question
 # and its second passage reached), which a linear model cannot say (dev AUC 0.81 linear,
@@ -340,14 +351,21 @@ def fits(model: dict[str, Any] | None, names: Sequence[str]) -> bool:
     return bool(model) and model.get("features") == list(names) and model.get("design") == DESIGN
 
 
-def fit_direct(features: np.ndarray, labels: np.ndarray) -> dict[str, Any]:
-    """The direct model as `dm.json` keeps it (read by `direct_probability`)."""
-    return fit_quadratic(features, labels, DIRECT_FEATURES, DIRECT_L2)
+def fit_direct(
+    features: np.ndarray, labels: np.ndarray, names: Sequence[str] = DIRECT_RETRIEVED_FEATURES
+) -> dict[str, Any]:
+    """A direct model as `dm.json` keeps it (read by `direct_probability`), over the
+    first `len(names)` columns: all of them for the question's top w, the
+    `DIRECT_FEATURES` for gathered text."""
+    if features.shape[1] < len(names):
+        raise ValueError(f"{features.shape[1]} feature columns for {len(names)} names")
+    return fit_quadratic(features[:, : len(names)], labels, names, DIRECT_L2)
 
 
 def direct_probability(model: dict[str, Any], features: Sequence[float]) -> float:
-    """p(all gold passages are here) for one question's `direct_features`."""
-    return quadratic_probabilities(model, np.asarray([features]))[0]
+    """p(all gold passages are here) from the first of one question's `direct_inputs`
+    that the model was fitted on (as `fit_direct` took them)."""
+    return quadratic_probabilities(model, np.asarray([features[: len(model["features"])]]))[0]
 
 
 def question_rel_features(
@@ -438,24 +456,37 @@ def question_batch(
     return batch, batch.index(example.text_b)
 
 
+def retrieval_signals_of(example: DMExample) -> list[float]:
+    """The `RETRIEVAL_SIGNALS` `hoprag dm data` stored with a `direct` example."""
+    signals = example.extra.get("retrieval")
+    if signals is None or len(signals) != len(RETRIEVAL_SIGNALS):
+        raise UserError(
+            "the DM data's direct examples carry no retrieval signals (an older build)",
+            hint="rebuild them: hoprag dm data",
+        )
+    return [float(v) for v in signals]
+
+
 def direct_inputs(
     encoder: Any,
     platt: dict[str, dict[str, float]],
     question_rel: dict[str, Any],
     question: str,
     passages: Sequence[str],
+    retrieval: Sequence[float] | None = None,
 ) -> list[float]:
     """`direct_features` from the cross-encoder, as fitted and as served: relevance of
     every passage and the depth estimate in one forward pass (the int8 runtime's scores
     shift slightly with the batch, so fitting and serving must batch alike), and the
-    whole-question relevance from `question_rel` (per-passage relevance without one)."""
+    whole-question relevance from `question_rel` (per-passage relevance without one);
+    then the `RETRIEVAL_SIGNALS` of the retrieval that found the passages, if any."""
     from tools.decision import Platt
 
     logits = encoder.logits([("rel", question, t) for t in passages] + [("depth", question, "")])
     rel = [Platt(**platt["rel"])(float(x)) for x in logits[:-1]]
     whole = whole_question_relevance(question_rel, question, passages, rel)
     p_shallow = Platt(**platt["depth"])(float(logits[-1]))
-    return direct_features(question, passages, rel, p_shallow, whole)
+    return [*direct_features(question, passages, rel, p_shallow, whole), *(retrieval or ())]
 
 
 def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1e-2) -> list[float]:
@@ -580,7 +611,8 @@ def calibrate(
 
     def features(example: DMExample) -> list[float]:
         texts = passages(example.source, example.extra["passage_ids"])
-        return direct_inputs(encoder, platt, question_rel, example.text_a, texts)
+        signals = retrieval_signals_of(example)
+        return direct_inputs(encoder, platt, question_rel, example.text_a, texts, signals)
 
     direct_rows = [e for e in train_set + calib_set if e.kind == "direct"]
     x = np.array(
@@ -589,11 +621,12 @@ def calibrate(
             for e in tqdm(direct_rows, desc="fitting direct", unit="question", disable=not progress)
         ]
     )
-    direct = fit_direct(x, np.array([e.label for e in direct_rows], dtype=float))
+    labels = np.array([e.label for e in direct_rows], dtype=float)
     meta = {
         **training,
         "platt": platt,
-        "direct": direct,
+        "direct": fit_direct(x, labels),
+        "direct_gathered": fit_direct(x, labels, DIRECT_FEATURES),
         "question_rel": question_rel,
         "runtime": RUNTIME_VERSION,
         "calibration_examples": len(calib_set),

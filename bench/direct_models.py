@@ -1,14 +1,16 @@
-"""DM_direct: a linear against a quadratic logistic model over the same features, and the
-quadratic one without the whole-question relevance features.
+"""DM_direct: the shipped model against the same without the retrieval signals (the
+model that judges gathered text), without the whole-question relevance features too, and
+a linear model.
 
     .venv/bin/python -m bench.direct_models [--data dm_data]
 
 Both are fitted on the `direct` examples of `train` and `calib` (as `hoprag dm
 calibrate` fits the shipped one) and scored on every `dev` example, from the features
 the served runtime gives (`app.dm_train.direct_inputs`). "Linear" is a logistic model
-over `DIRECT_FEATURES` (ridge 1, as shipped before the quadratic model); "quadratic" is
-`fit_direct`, the shipped model; "per-passage relevance only" drops the features read
-from the whole-question relevance model (as shipped before it). Per benchmark too: the
+over `DIRECT_RETRIEVED_FEATURES` (ridge 1); "quadratic" is `fit_direct`, the shipped
+model; "without retrieval signals" drops `RETRIEVAL_SIGNALS` (as shipped before them,
+and as `direct_gathered` is); "per-passage relevance only" drops the features read from
+the whole-question relevance model as well (as shipped before it). Per benchmark too: the
 overall AUC also rewards telling benchmarks apart (MuSiQue's 3- and 4-hop questions
 seldom have all gold passages in the top w).
 """
@@ -38,6 +40,7 @@ from app.dm_train import (
     fit_quadratic,
     load_runtime,
     quadratic_probabilities,
+    retrieval_signals_of,
 )
 from app.settings import Settings
 from bench.common import save
@@ -57,7 +60,12 @@ def features(
     rows = [e for e in read_jsonl(data / f"{split}.jsonl") if e.kind == "direct"]
     x = [
         direct_inputs(
-            encoder, platt, question_rel, e.text_a, passages(e.source, e.extra["passage_ids"])
+            encoder,
+            platt,
+            question_rel,
+            e.text_a,
+            passages(e.source, e.extra["passage_ids"]),
+            retrieval_signals_of(e),
         )
         for e in tqdm(rows, desc=split, unit="question")
     ]
@@ -99,14 +107,19 @@ def main() -> None:
     linear = [sigmoid(float(np.dot(weights, x)) + bias) for x in x_dev]
     model = fit_direct(x_fit, y_fit)
     quadratic = [direct_probability(model, x) for x in x_dev]
+    gathered = fit_direct(x_fit, y_fit, DIRECT_FEATURES)
+    without_signals = [direct_probability(gathered, x) for x in x_dev]
     per_passage = [i for i, name in enumerate(DIRECT_FEATURES) if "whole-question" not in name]
     names = [DIRECT_FEATURES[i] for i in per_passage]
     without = fit_quadratic(x_fit[:, per_passage], y_fit, names, DIRECT_L2)
     without_whole = quadratic_probabilities(without, x_dev[:, per_passage])
     results = {
         f"linear (ridge {LINEAR_L2})": scores(linear, y_dev, sources),
-        f"quadratic (ridge {DIRECT_L2}), per-passage relevance only": scores(
-            without_whole, y_dev, sources
+        f"quadratic (ridge {DIRECT_L2}), per-passage relevance only, no retrieval signals": (
+            scores(without_whole, y_dev, sources)
+        ),
+        f"quadratic (ridge {DIRECT_L2}), no retrieval signals (direct_gathered)": scores(
+            without_signals, y_dev, sources
         ),
         f"quadratic (ridge {DIRECT_L2}, shipped)": scores(quadratic, y_dev, sources),
     }

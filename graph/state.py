@@ -97,6 +97,7 @@ class DeftState(TurnState, total=False):
     """The DeFT state machine (SPEC section 1). The LLM never tracks state: this does."""
 
     question_passages: list[dict[str, Any]]  # R_w(Q)
+    question_retrieval: list[float]  # Retriever.retrieval_signals of the search for R_w(Q)
     direct: bool
     hop: int  # t, the sub-question step counter
     sub_question: str

@@ -42,7 +42,8 @@ def check_direct_answer(
     decisions = [shallow]
     if shallow["outcome"]:
         passages = state.get("question_passages") or []
-        p_yes, seconds = timed(lambda: dm.p_direct(question, passages))
+        signals = state.get("question_retrieval")
+        p_yes, seconds = timed(lambda: dm.p_direct(question, passages, signals))
         direct = decide(
             "direct",
             0,

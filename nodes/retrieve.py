@@ -44,9 +44,14 @@ def gold_passages(state: ReadState, *, index: CorpusIndex) -> dict[str, Any]:
 def retrieve_question_passages(
     state: DeftState, runtime: Runtime[Settings], *, retriever: Retriever
 ) -> dict[str, Any]:
-    """R_w(Q): the top-w passages for the whole question."""
+    """R_w(Q): the top-w passages for the whole question, and how surely the search
+    found them (which DM_direct reads)."""
     w = Settings.of(runtime).w
-    return {"question_passages": [p.as_dict() for p in retriever.retrieve(state["question"], w)]}
+    question = state["question"]
+    return {
+        "question_passages": [p.as_dict() for p in retriever.retrieve(question, w)],
+        "question_retrieval": retriever.retrieval_signals(question),
+    }
 
 
 def retrieve_for_sub_question(

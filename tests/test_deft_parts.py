@@ -483,13 +483,15 @@ class _SaysDirect:
     """A DM sure that every question is shallow and its passages suffice."""
 
     calls = 0
+    retrieval: list[float] | None = None
 
     def p_shallow(self, question: str) -> float:
         self.calls += 1
         return 0.9
 
-    def p_direct(self, question: str, passages: list) -> float:
+    def p_direct(self, question: str, passages: list, retrieval: list | None = None) -> float:
         self.calls += 1
+        self.retrieval = retrieval
         return 0.9
 
     def backend(self, kind: str) -> str:
@@ -499,9 +501,15 @@ class _SaysDirect:
 @pytest.mark.parametrize(("direct_answer", "direct", "calls"), [(True, True, 2), (False, False, 0)])
 def test_the_direct_answer_is_a_setting(direct_answer: bool, direct: bool, calls: int) -> None:
     dm = _SaysDirect()
-    state = {"question": "Where is Brisk Hollow?", "question_passages": PASSAGES}
+    signals = [0.03, 0.002, 11.5]
+    state = {
+        "question": "Where is Brisk Hollow?",
+        "question_passages": PASSAGES,
+        "question_retrieval": signals,
+    }
     update = check_direct_answer(state, Runtime(Settings(direct_answer=direct_answer)), dm=dm)  # type: ignore[arg-type]
     assert update["direct"] is direct and dm.calls == calls
+    assert dm.retrieval == (signals if calls else None)  # DM_direct reads how retrieval went
     assert [d["kind"] for d in update.get("decisions", [])] == ["depth", "direct"][:calls]
 
 

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+from typing import Any
+
 from app.dm_data import (
     DMExample,
     Item,
     count,
     depth_example,
+    direct_example,
     extra_rel_examples,
     is_calibration,
     relation_answers,
@@ -110,6 +114,26 @@ def test_depth_and_counts() -> None:
     assert depth_example(deep).label == 0
     rows = [depth_example(CHAIN), depth_example(deep), DMExample("rel", "a", "b", 1, "x", "y")]
     assert count(rows) == {"depth": {"label=0": 1, "label=1": 1}, "rel": {"label=1": 1}}
+
+
+class _TopW:
+    """A retriever whose top w for the question is fixed."""
+
+    def __init__(self, ids: list[int]) -> None:
+        self.ids = ids
+
+    def retrieve(self, query: str, k: int) -> list[Any]:
+        return [SimpleNamespace(id=i) for i in self.ids[:k]]
+
+    def retrieval_signals(self, query: str) -> list[float]:
+        return [0.03, 0.001, 7.5]
+
+
+def test_direct_is_yes_only_when_the_top_w_holds_every_gold_passage() -> None:
+    complete = direct_example(CHAIN, _TopW([4, 8, 3]), 3)
+    assert complete.label == 1 and complete.extra["passage_ids"] == [4, 8, 3]
+    assert complete.extra["retrieval"] == [0.03, 0.001, 7.5]  # stored for the direct model
+    assert direct_example(CHAIN, _TopW([4, 8, 9, 3]), 3).label == 0  # 3 is below the top w
 
 
 def test_calibration_split_is_stable_and_about_fifteen_percent() -> None:

@@ -14,6 +14,7 @@ import pytest
 
 from app import dm_eval, dm_train
 from app.dm_data import DMExample, write_jsonl
+from app.errors import UserError
 from tools.decision import DecisionModel, TrainedDM
 
 PASSAGES = {
@@ -52,9 +53,25 @@ def _examples() -> list[DMExample]:
         DMExample("rel", q, PASSAGES[3], 0, "retrieved-negative", "t", "a", whole),
     ]
     rows += [
-        DMExample("direct", q, "", 1, "gold-in-top-w", "t", "a", {"passage_ids": [1, 3]}),
         DMExample(
-            "direct", "Where was Y born?", "", 0, "gold-in-top-w", "t", "b", {"passage_ids": [3]}
+            "direct",
+            q,
+            "",
+            1,
+            "gold-in-top-w",
+            "t",
+            "a",
+            {"passage_ids": [1, 3], "retrieval": [0.032, 0.002, 9.5]},
+        ),
+        DMExample(
+            "direct",
+            "Where was Y born?",
+            "",
+            0,
+            "gold-in-top-w",
+            "t",
+            "b",
+            {"passage_ids": [3], "retrieval": [0.030, 0.0, 2.1]},
         ),
     ]
     return rows
@@ -81,8 +98,13 @@ def test_train_save_load_and_score(trained: tuple[Path, dict]) -> None:
     out, meta = trained
     assert meta["version"] == dm_train.DM_VERSION
     assert set(meta["platt"]) == set(dm_train.CROSS_KINDS)
-    n = len(dm_train.DIRECT_FEATURES)
-    assert len(meta["direct"]["weights"]) == n + n * (n + 1) // 2 + 1  # with squares, products
+    for model, features in (
+        ("direct", dm_train.DIRECT_RETRIEVED_FEATURES),
+        ("direct_gathered", dm_train.DIRECT_FEATURES),
+    ):
+        n = len(features)
+        assert meta[model]["features"] == list(features)
+        assert len(meta[model]["weights"]) == n + n * (n + 1) // 2 + 1  # squares, products
     m = len(dm_train.QUESTION_REL_FEATURES)
     assert len(meta["question_rel"]["weights"]) == m + m * (m + 1) // 2 + 1
     saved = json.loads((out / "dm.json").read_text())
@@ -141,7 +163,8 @@ def test_the_decision_model_uses_the_trained_backend_where_listed(
     )
     assert len(scores) == 4 and all(0.0 <= p <= 1.0 for p in scores) and scores[3] == 0.0
     assert 0.0 <= dm.p_same("Who directed X?", "Who is the director of X?") <= 1.0
-    assert 0.0 <= dm.p_direct("Who directed Raise Your Voice?", passages) <= 1.0
+    for retrieval in ([0.032, 0.002, 9.5], None):  # the top w, and text gathered otherwise
+        assert 0.0 <= dm.p_direct("Who directed Raise Your Voice?", passages, retrieval) <= 1.0
 
 
 def test_a_damaged_adapter_falls_back_with_a_warning_naming_it(
@@ -221,7 +244,7 @@ def test_the_direct_model_says_what_a_linear_one_cannot() -> None:
     rng = np.random.default_rng(0)
     x = rng.random((400, len(dm_train.DIRECT_FEATURES)))
     y = ((x[:, 0] > 0.5) != (x[:, 6] > 0.5)).astype(float)
-    model = dm_train.fit_direct(x[:300], y[:300])
+    model = dm_train.fit_direct(x[:300], y[:300], dm_train.DIRECT_FEATURES)
     p = [dm_train.direct_probability(model, row) for row in x[300:]]
     assert dm_eval.auc(p, y[300:].tolist()) > 0.9
     *weights, bias = dm_train.fit_logistic(x[:300], y[:300])
@@ -234,6 +257,7 @@ def test_the_direct_model_says_what_a_linear_one_cannot() -> None:
     [
         {"features": 5, "weights": [0.1] * 6},  # before title links and depth
         {"features": list(dm_train.DIRECT_FEATURES), "weights": [0.1] * 9},  # linear
+        {"features": list(dm_train.DIRECT_FEATURES), "design": dm_train.DESIGN},  # no signals
     ],
 )
 def test_a_direct_model_fitted_on_other_features_is_not_served(
@@ -244,6 +268,14 @@ def test_a_direct_model_fitted_on_other_features_is_not_served(
         dm = TrainedDM.load(folder, runtime_dir)
     assert dm is not None and dm.use_for == {"rel"}
     assert dm.p_direct("Who directed Raise Your Voice?", list(PASSAGES.values())) == 0.0
+
+
+def test_direct_examples_without_retrieval_signals_ask_for_a_rebuild() -> None:
+    old = DMExample("direct", "Q?", "", 1, "gold-in-top-w", "t", "a", {"passage_ids": [1]})
+    with pytest.raises(UserError, match="hoprag dm data"):
+        dm_train.retrieval_signals_of(old)
+    new = DMExample("direct", "Q?", "", 1, "gold-in-top-w", "t", "a", _examples()[-1].extra)
+    assert dm_train.retrieval_signals_of(new) == [0.030, 0.0, 2.1]
 
 
 def test_question_rel_features_reach_a_bridge_passage_through_title_links() -> None:

@@ -36,6 +36,19 @@ def test_k_and_empty_queries(retriever: Retriever) -> None:
     assert retriever.retrieve("zzqx wvvq", k=5, mode="bm25") == []  # no known word
 
 
+def test_retrieval_signals_come_from_the_fused_ranking_whatever_the_mode(
+    retriever: Retriever,
+) -> None:
+    question = "Who founded Velloway Ironworks?"
+    fused = retriever.retrieve(question, k=3, mode="fused")
+    best_bm25 = retriever.retrieve(question, k=1, mode="bm25")[0].score
+    expected = [fused[1].score, fused[1].score - fused[2].score, best_bm25]
+    assert retriever.retrieval_signals(question) == pytest.approx(expected)
+    dense_only = Retriever(retriever.index, retriever.embedder, "dense")
+    assert dense_only.retrieval_signals(question) == pytest.approx(expected)
+    assert retriever.retrieval_signals("zzqx wvvq")[2] == 0.0  # no known word: no BM25 match
+
+
 def test_langchain_tool(retriever: Retriever) -> None:
     tool = retriever.as_tool()
     assert tool.name == "retrieve_passages"

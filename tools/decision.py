@@ -163,13 +163,22 @@ class TrainedDM:
     """The fine-tuned cross-encoder: loaded once, scores a batch in one forward pass."""
 
     def __init__(self, folder: Path, runtime_dir: Path) -> None:
-        from app.dm_train import DIRECT_FEATURES, QUESTION_REL_FEATURES, fits, load_runtime
+        from app.dm_train import (
+            DIRECT_FEATURES,
+            DIRECT_RETRIEVED_FEATURES,
+            QUESTION_REL_FEATURES,
+            fits,
+            load_runtime,
+        )
 
         self.folder = folder
         self.meta = json.loads((folder / "dm.json").read_text())
         self.encoder = load_runtime(folder, runtime_dir)
         self.use_for = set(self.meta.get("use_for", []))
-        self.direct_fits = fits(self.meta["direct"], DIRECT_FEATURES)
+        # Both direct models must match ours: the question's top w and gathered text.
+        self.direct_fits = fits(self.meta["direct"], DIRECT_RETRIEVED_FEATURES) and fits(
+            self.meta.get("direct_gathered"), DIRECT_FEATURES
+        )
         # Without one (an older dm.json), whole-question relevance is the per-passage one.
         self.question_rel_fits = fits(self.meta.get("question_rel"), QUESTION_REL_FEATURES)
         if "direct" in self.use_for and not self.direct_fits:
@@ -210,8 +219,12 @@ class TrainedDM:
         model = self.meta["question_rel"] if self.question_rel_fits else None
         return whole_question_relevance(model, question, passages, rel)
 
-    def p_direct(self, question: str, passages: Sequence[str]) -> float:
-        """0 when the direct model was fitted on other features (an older `dm.json`)."""
+    def p_direct(
+        self, question: str, passages: Sequence[str], retrieval: Sequence[float] | None = None
+    ) -> float:
+        """Passages a retrieval found, with its `retrieval_signals`, are judged by the
+        `direct` model; text gathered otherwise by `direct_gathered`. 0 when they were
+        fitted on other features (an older `dm.json`)."""
         from app.dm_train import direct_inputs, direct_probability
 
         if not self.direct_fits:
@@ -222,8 +235,10 @@ class TrainedDM:
             self.meta.get("question_rel", {}),
             question,
             passages,
+            retrieval,
         )
-        return direct_probability(self.meta["direct"], features)
+        model = self.meta["direct" if retrieval is not None else "direct_gathered"]
+        return direct_probability(model, features)
 
 
 class DecisionModel:
@@ -294,10 +309,17 @@ class DecisionModel:
             )
         return [next(values) if p.get("text", "").strip() else 0.0 for p in passages]
 
-    def p_direct(self, question: str, passages: Sequence[dict[str, Any]]) -> float:
+    def p_direct(
+        self,
+        question: str,
+        passages: Sequence[dict[str, Any]],
+        retrieval: Sequence[float] | None = None,
+    ) -> float:
+        """`retrieval`: the `Retriever.retrieval_signals` of the search that found the
+        passages, when one did (the trained DM reads them; the chat model does not)."""
         if self.backend("direct") == "trained" and self.trained is not None:
             return self.trained.p_direct(
-                question, [passage_text(p["title"], p["text"]) for p in passages]
+                question, [passage_text(p["title"], p["text"]) for p in passages], retrieval
             )
         return self._llm("direct", question=question, passages=format_passages(passages))
 

@@ -84,6 +84,16 @@ class Retriever:
         ]
         return reciprocal_rank_fusion(rankings)[:k]
 
+    def retrieval_signals(self, query: str) -> list[float]:
+        """How surely retrieval found what `query` needs, as DM_direct reads it
+        (`app.dm_train.RETRIEVAL_SIGNALS`): the fused score at rank 2 (high when dense
+        and lexical search agree on a second passage), its lead over rank 3, and the best
+        BM25 score (how strongly the question's rare words are matched). Always from the
+        fused ranking, whatever `mode` serves passages, so that fitting and serving agree."""
+        fused = [score for _, score in self.ranked_ids(query, 3, "fused")] + [0.0, 0.0, 0.0]
+        best_bm25 = max((score for _, score in self.sparse(query, 1)), default=0.0)
+        return [fused[1], fused[1] - fused[2], float(best_bm25)]
+
     def retrieve(
         self, query: str, k: int = 5, mode: RetrievalMode | None = None
     ) -> list[RetrievedPassage]:
