@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import subprocess
 import sys
 
@@ -60,6 +61,9 @@ def main() -> None:
         "--tag", default="", help="suffix for the run folders (runs apart from the main table)"
     )
     args = parser.parse_args()
+    # `kill` stops the run this started too, as Ctrl-C does: subprocess.run kills its
+    # child on any exception (a cut-short results line is dropped and its question reruns).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     for bench in args.benchmarks:  # no-op when the index is up to date
         subprocess.run(
             [HOPRAG, "index", str(DATA / bench / "corpus.json"), "--name", bench, "--quiet"],
