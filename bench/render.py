@@ -793,12 +793,16 @@ def direct_models() -> str:
         f"DM_direct is a logistic model over features of the question's top-w passages "
         "(`app.dm_train.direct_features`: relevance, relevance carried over title links, "
         "the depth estimate, titles named in the question, the whole-question relevances "
-        "and how many pass), fitted on the "
+        "and how many pass) and of the retrieval that found them "
+        "(`Retriever.retrieval_signals`: the fused score at rank 2, its lead over rank 3, "
+        "the best BM25 score), fitted on the "
         f"{r['fit_examples']} `direct` examples of `train` and `calib` and scored on all "
         "`dev` ones. The shipped model also uses the features' squares and pairwise "
-        "products; `per-passage relevance only` is the same without the whole-question "
-        "relevances (as shipped before them). Per benchmark too: the overall AUC also "
-        "rewards telling the benchmarks apart.",
+        "products; `no retrieval signals` is the model that judges text the sentence-graph "
+        "walk gathered (`direct_gathered`, and the shipped `direct` before them); "
+        "`per-passage relevance only` drops the whole-question relevances too (as shipped "
+        "before them). Per benchmark too: the overall AUC also rewards telling the "
+        "benchmarks apart.",
         "",
         "| model | group | n | positives | AUC | ECE |",
         "| --- | --- | ---: | ---: | ---: | ---: |",
@@ -807,6 +811,34 @@ def direct_models() -> str:
         r["results"],
         lambda m: [str(m["n"]), str(m["positives"]), f"{m['auc']:.3f}", f"{m['ece']:.3f}"],
     )
+    return "\n".join(lines) + "\n"
+
+
+def same_calibration() -> str:
+    """Why the trained DM_same stays unserved: its calibration split is too easy."""
+    r = load_results("same_calibration")
+    if not r:
+        return ""
+    lines = [
+        "## Decision model: why the trained `same` is not calibrated",
+        "",
+        _header(r),
+        "The trained cross-encoder's calibrated p(same) per split and per kind of pair. "
+        "Its temperature is fitted on `calib`, whose questions ask about the relations of "
+        "the `train` questions it learnt from; where it tells those apart perfectly, no "
+        "temperature fitted there learns how often it says yes on `dev` to a pair that "
+        "asks another relation (`near-miss-relation`). Calibrating it needs relations held "
+        "out of training.",
+        "",
+        f"| split | n | AUC | ECE | kind of pair | label | mean p | share p >= {r['tau_same']} |",
+        "| --- | ---: | ---: | ---: | --- | ---: | ---: | ---: |",
+    ]
+    for split, m in r["results"].items():
+        for i, (how, h) in enumerate(m["by_how"].items()):
+            head = [split, str(m["n"]), f"{m['auc']:.3f}", f"{m['ece']:.3f}"] if not i else [""] * 4
+            share = h["share_at_or_above_tau_same"]
+            cells = [how, str(h["label"]), f"{h['mean_p']:.3f}", f"{share:.3f}"]
+            lines.append("| " + " | ".join(head + cells) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -947,6 +979,7 @@ def main() -> None:
         dm_train(),
         dm_eval(),
         direct_models(),
+        same_calibration(),
         suff_models(),
         dm_in_graph(),
         sub_question_recall(),
