@@ -406,6 +406,30 @@ def _nested_rows(
     ]
 
 
+def direct_replay() -> str:
+    """Which runs today's direct-answer check would start differently."""
+    r = load_results("direct_replay")
+    if not r:
+        return ""
+    lines = [
+        "## DeFT direct-answer check replayed on today's code",
+        "",
+        _header(r),
+        "Each run's direct-answer check (SPEC step 2) replayed with today's retrieval and "
+        "trained DM: where neither the question's top w nor the outcome changed, today's "
+        "code takes the run's first step again.",
+        "",
+        "| run | replayed on | questions | direct then | direct now | top w differs | "
+        "outcome changed |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for name, m in r["results"].items():
+        cells = [name, m["commit"], str(m["replayed"]), str(m["direct_before"])]
+        cells += [str(m["direct_now"]), str(m["retrieval_changed"]), str(len(m["changed"]))]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def fallback_keep() -> str:
     r = load_results("fallback_keep")
     if not r:
@@ -986,6 +1010,7 @@ def main() -> None:
         writer_repeats(),
         graph_build(),
         rewrite_recall(),
+        direct_replay(),
         fallback_keep(),
         reader_replay(),
         evaluations(),
