@@ -406,6 +406,29 @@ def _nested_rows(
     ]
 
 
+def dense_recall() -> str:
+    """How close Chroma's approximate dense search comes to exact cosine."""
+    r = load_results("dense_recall")
+    if not r:
+        return ""
+    lines = [
+        "## Dense retrieval: HNSW against exact search",
+        "",
+        _header(r),
+        "Recall of `Retriever.dense` (Chroma's HNSW index, settings as built) against a "
+        "brute-force cosine ranking of the same stored vectors, on the first dev "
+        "questions. Where it misses, two builds of one corpus can retrieve differently.",
+        "",
+        "| benchmark | questions | recall@10 | recall@fusion depth | lowest recall@10 |",
+        "| --- | ---: | ---: | ---: | ---: |",
+    ]
+    for bench, m in r["results"].items():
+        depth = next(v for k, v in m.items() if k.startswith("recall_at_") and k != "recall_at_10")
+        cells = [bench, str(m["questions"]), f"{m['recall_at_10']:.3f}", f"{depth:.3f}"]
+        lines.append("| " + " | ".join([*cells, f"{m['lowest_recall_at_10']:.1f}"]) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def direct_replay() -> str:
     """Which runs today's direct-answer check would start differently."""
     r = load_results("direct_replay")
@@ -1010,6 +1033,7 @@ def main() -> None:
         writer_repeats(),
         graph_build(),
         rewrite_recall(),
+        dense_recall(),
         direct_replay(),
         fallback_keep(),
         reader_replay(),
