@@ -49,7 +49,8 @@ def main() -> None:
         results[bench] = {
             "questions": len(asked),
             "recall_at_10": round(float(np.mean(at_10)), 4),
-            f"recall_at_{FUSION_DEPTH}": round(float(np.mean(at_depth)), 4),
+            "fusion_depth": FUSION_DEPTH,
+            "recall_at_fusion_depth": round(float(np.mean(at_depth)), 4),
             "lowest_recall_at_10": min(at_10),
             "hnsw": index.collection.configuration.get("hnsw"),
         }

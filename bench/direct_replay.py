@@ -50,7 +50,7 @@ def replay(name: str, settings: Settings, embedder: Embedder) -> dict[str, Any]:
     dm = DecisionModel(LLMGateway(settings), embedder, index=index, trained=trained)
     if trained is None or {dm.backend("depth"), dm.backend("direct")} != {"trained"}:
         raise SystemExit("depth and direct must be served by the trained DM to replay")
-    changed, replayed, direct_now, retrieval_changed = [], 0, 0, 0
+    changed, replayed, direct_before, direct_now, retrieval_changed = [], 0, 0, 0, 0
     for r in records:
         traced = traced_direct(r)
         if traced is None:
@@ -65,6 +65,7 @@ def replay(name: str, settings: Settings, embedder: Embedder) -> dict[str, Any]:
         }
         now = bool(check_direct_answer(state, Runtime(context=settings), dm=dm)["direct"])  # type: ignore[arg-type]
         replayed += 1
+        direct_before += was_direct
         direct_now += now
         if now != was_direct:
             changed.append({"question": r["question"], "was_direct": was_direct, "em": r["em"]})
@@ -72,7 +73,7 @@ def replay(name: str, settings: Settings, embedder: Embedder) -> dict[str, Any]:
     return {
         "run": name,
         "replayed": replayed,
-        "direct_before": sum(1 for r in records if (t := traced_direct(r)) and t[1]),
+        "direct_before": direct_before,
         "direct_now": direct_now,
         "retrieval_changed": retrieval_changed,
         "changed": changed,

@@ -77,12 +77,15 @@ class Retriever:
             return self.dense(query, k)
         if mode == "bm25":
             return self.sparse(query, k)
-        depth = max(k, FUSION_DEPTH)
-        rankings = [
-            [pid for pid, _ in self.dense(query, depth)],
-            [pid for pid, _ in self.sparse(query, depth)],
-        ]
-        return reciprocal_rank_fusion(rankings)[:k]
+        return self._fused(query, max(k, FUSION_DEPTH))[0][:k]
+
+    def _fused(
+        self, query: str, depth: int
+    ) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
+        """The dense and BM25 top `depth` fused by RRF, and the BM25 hits themselves."""
+        sparse = self.sparse(query, depth)
+        rankings = [[pid for pid, _ in self.dense(query, depth)], [pid for pid, _ in sparse]]
+        return reciprocal_rank_fusion(rankings), sparse
 
     def retrieval_signals(self, query: str) -> list[float]:
         """How surely retrieval found what `query` needs, as DM_direct reads it
@@ -90,8 +93,11 @@ class Retriever:
         and lexical search agree on a second passage), its lead over rank 3, and the best
         BM25 score (how strongly the question's rare words are matched). Always from the
         fused ranking, whatever `mode` serves passages, so that fitting and serving agree."""
-        fused = [score for _, score in self.ranked_ids(query, 3, "fused")] + [0.0, 0.0, 0.0]
-        best_bm25 = max((score for _, score in self.sparse(query, 1)), default=0.0)
+        if not query.strip():
+            return [0.0, 0.0, 0.0]
+        ranking, sparse = self._fused(query, FUSION_DEPTH)
+        fused = [score for _, score in ranking[:3]] + [0.0, 0.0, 0.0]
+        best_bm25 = sparse[0][1] if sparse else 0.0
         return [fused[1], fused[1] - fused[2], float(best_bm25)]
 
     def retrieve(
