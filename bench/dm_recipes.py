@@ -2,9 +2,12 @@
 
 Trains the MiniLM cross-encoder with each recipe on `train.jsonl` and scores the `dev`
 examples of the cross-encoder kinds with raw logits: AUC per kind (calibration is monotone,
-so it cannot change AUC) and training seconds. The comparison decides the default
-`Recipe` of `app/dm_train.py`; it needs a GPU to finish in minutes (on the 2-core CPU one
-epoch takes about 40 minutes), and runs anywhere torch does.
+so it cannot change AUC) and training seconds. Each recipe trains one adapter on every
+cross-encoder kind, as the shipped main adapter was trained before `same` got its own;
+one saved with `--adapters` can serve as the main adapter (`hoprag dm calibrate`). The
+comparison decides the default `Recipe` of `app/dm_train.py`; it needs a GPU to finish in
+minutes (on the 2-core CPU one epoch takes about 40 minutes), and runs anywhere torch
+does.
 
     python -m bench.dm_recipes --data dm_data [--adapters DIR] [--recipes NAME...]
 """
@@ -72,7 +75,9 @@ def main() -> None:
         }
         print(name, json.dumps(rows[name]), flush=True)
         if args.adapters and recipe.lora is not None:  # a full fine-tune is 90 MB
-            save_adapter(encoder, args.adapters / name, recipe, len(train_set), seconds)
+            save_adapter(
+                encoder, args.adapters / name, recipe, CROSS_KINDS, len(train_set), seconds
+            )
         save("dm_recipes", {"command": COMMAND, "rows": rows}, gpu)
 
 

@@ -745,6 +745,19 @@ def dm_train() -> str:
                 f"{r['train_peak_rss_gib']} GiB), of which {r['fit_seconds']} s LoRA training on "
                 f"{r['train_examples']} examples and {r['calibration_seconds']} s calibration. "
                 f"Together {minutes:.1f} minutes against the 60-minute budget.",
+                *(
+                    [
+                        "By adapter: "
+                        + "; ".join(
+                            f"{name} ({', '.join(a['kinds'])}): {a['train_examples']} examples, "
+                            f"{a['train_seconds']} s"
+                            for name, a in r["adapters"].items()
+                        )
+                        + "."
+                    ]
+                    if "adapters" in r
+                    else []
+                ),
                 r.get("notes", ""),
             ]
         ).rstrip()
@@ -863,30 +876,38 @@ def direct_models() -> str:
 
 
 def same_calibration() -> str:
-    """Why the trained DM_same stays unserved: its calibration split is too easy."""
+    """DM_same per split and kind of pair: the shared adapter's shortcut, and its fix."""
     r = load_results("same_calibration")
     if not r:
         return ""
     lines = [
-        "## Decision model: why the trained `same` is not calibrated",
+        "## Decision model: the trained `same` per kind of pair",
         "",
         _header(r),
         "The trained cross-encoder's calibrated p(same) per split and per kind of pair. "
-        "Its temperature is fitted on `calib`, whose questions ask about the relations of "
-        "the `train` questions it learnt from; where it tells those apart perfectly, no "
-        "temperature fitted there learns how often it says yes on `dev` to a pair that "
-        "asks another relation (`near-miss-relation`). Calibrating it needs relations held "
-        "out of training.",
+        "Every positive pairs a relation's template with its plain form (\"What is the R of "
+        'S?"). `before` is the main adapter, trained when the near misses were templates '
+        "only: it learnt that a plain second question means the same question, perfectly "
+        "on `train` and `calib`, and on `dev` said so to near misses whose other relation "
+        "has no template and so reads plain (as every `-plain` near miss below does, which "
+        "`hoprag dm data` now builds for each near miss), where no temperature fitted on "
+        "`calib` could follow. `shipped` is the `same` adapter, "
+        "trained on near misses in both forms (`hoprag dm train --adapter same`). Both are "
+        "scored on the same examples; `before` is the DM folder of fde4ff1 (`git worktree "
+        "add /tmp/old fde4ff1`, then `--dm before=/tmp/old/app/data/dm`; this run read a "
+        "byte-identical copy of it in /tmp/dm_before).",
         "",
-        f"| split | n | AUC | ECE | kind of pair | label | mean p | share p >= {r['tau_same']} |",
-        "| --- | ---: | ---: | ---: | --- | ---: | ---: | ---: |",
+        "| DM | split | n | AUC | ECE | kind of pair | label | mean p "
+        f"| share p >= {r['tau_same']} |",
+        "| --- | --- | ---: | ---: | ---: | --- | ---: | ---: | ---: |",
     ]
-    for split, m in r["results"].items():
-        for i, (how, h) in enumerate(m["by_how"].items()):
-            head = [split, str(m["n"]), f"{m['auc']:.3f}", f"{m['ece']:.3f}"] if not i else [""] * 4
-            share = h["share_at_or_above_tau_same"]
-            cells = [how, str(h["label"]), f"{h['mean_p']:.3f}", f"{share:.3f}"]
-            lines.append("| " + " | ".join(head + cells) + " |")
+    for name, splits in r["results"].items():
+        for split, m in splits.items():
+            for i, (how, h) in enumerate(m["by_how"].items()):
+                head = [name, split, str(m["n"]), f"{m['auc']:.3f}", f"{m['ece']:.3f}"]
+                share = h["share_at_or_above_tau_same"]
+                cells = [how, str(h["label"]), f"{h['mean_p']:.3f}", f"{share:.3f}"]
+                lines.append("| " + " | ".join((head if not i else [""] * 5) + cells) + " |")
     return "\n".join(lines) + "\n"
 
 

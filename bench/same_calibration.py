@@ -1,21 +1,29 @@
-"""Why the trained DM_same's temperature cannot calibrate it: per split and per kind of
-pair, the trained cross-encoder's calibrated p(same) against the labels.
+"""The trained DM_same's calibrated p(same) per split and per kind of pair, for one or
+more DM folders on the same examples.
 
     .venv/bin/python -m bench.same_calibration [--data dm_data] [--max 1500]
+        [--dm NAME=DIR ...]
 
-The temperature is fitted on `calib`, whose questions ask about the relations of the
-`train` questions the adapter learnt from. If the DM tells those pairs apart perfectly,
-no temperature fitted there can learn how often it is wrong on `dev` pairs that ask
-another relation ("near-miss-relation"). `--max` samples at most that many pairs of a
-split (seeded, but not the sample `hoprag dm eval` draws, so dev ECE differs slightly
-from its table); `calib` is read whole.
+Every positive pair puts a relation's template against its plain form ("What is the R
+of S?"). When the near misses were templates only, the DM learnt that a plain second
+question means "same": perfect on `train` and `calib`, it said so on `dev` to near misses
+whose other relation has no template and so reads plain. `hoprag dm data` now builds
+near misses in both forms (`-plain`), and `same` has an adapter of its own trained on
+them. `--dm` names the folders to compare (default: `shipped=app/data/dm`); a folder
+laid out before the split, whose main adapter also judged `same`, is scored with a copy
+of that adapter in `same/`. `--max` samples at most that many pairs of a split (seeded,
+but not the sample `hoprag dm eval` draws, so dev ECE differs slightly from its
+table); `calib` is read whole.
 """
 
 from __future__ import annotations
 
 import argparse
 import random
+import shutil
+import tempfile
 from pathlib import Path
+from typing import Any
 
 from app.dm_data import read_jsonl
 from app.dm_eval import auc, ece
@@ -25,20 +33,24 @@ from bench.common import save
 from tools.decision import TrainedDM
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--data", type=Path, default=Path("dm_data"))
-    parser.add_argument("--max", type=int, default=1500)
-    args = parser.parse_args()
-    settings = Settings()
-    trained = TrainedDM.load(DM_DIR, settings.runtime_dir)
-    if trained is None:
-        raise SystemExit(f"no trained DM in {DM_DIR}")
+def laid_out(folder: Path, scratch: Path) -> Path:
+    """`folder`, or a copy of it whose `same/` holds its main adapter (a DM from before
+    `same` had an adapter of its own)."""
+    if (folder / "same").is_dir():
+        return folder
+    copy = scratch / "dm"
+    shutil.copytree(folder, copy)
+    shutil.copytree(folder, copy / "same", ignore=shutil.ignore_patterns("dm.json", "same"))
+    return copy
+
+
+def scores(trained: TrainedDM, data: Path, most: int, tau_same: float) -> dict[str, Any]:
+    """AUC and ECE per split, and mean p per kind of pair."""
     results = {}
     for split in ("train", "calib", "dev"):
-        rows = [e for e in read_jsonl(args.data / f"{split}.jsonl") if e.kind == "same"]
-        if split != "calib" and len(rows) > args.max:
-            rows = random.Random(13).sample(rows, args.max)
+        rows = [e for e in read_jsonl(data / f"{split}.jsonl") if e.kind == "same"]
+        if split != "calib" and len(rows) > most:
+            rows = random.Random(13).sample(rows, most)
         p = trained.p("same", [(e.text_a, e.text_b) for e in rows])
         labels = [e.label for e in rows]
         by_how = {}
@@ -48,9 +60,7 @@ def main() -> None:
                 "n": len(ix),
                 "label": labels[ix[0]],
                 "mean_p": round(sum(p[i] for i in ix) / len(ix), 3),
-                "share_at_or_above_tau_same": round(
-                    sum(p[i] >= settings.tau_same for i in ix) / len(ix), 3
-                ),
+                "share_at_or_above_tau_same": round(sum(p[i] >= tau_same for i in ix) / len(ix), 3),
             }
         results[split] = {
             "n": len(rows),
@@ -59,9 +69,30 @@ def main() -> None:
             "by_how": by_how,
         }
         print(split, results[split], flush=True)
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--data", type=Path, default=Path("dm_data"))
+    parser.add_argument("--max", type=int, default=1500)
+    parser.add_argument("--dm", nargs="+", default=[f"shipped={DM_DIR}"], metavar="NAME=DIR")
+    args = parser.parse_args()
+    settings = Settings()
+    results = {}
+    for spec in args.dm:
+        name, _, folder = spec.partition("=")
+        with tempfile.TemporaryDirectory() as scratch:
+            trained = TrainedDM.load(laid_out(Path(folder), Path(scratch)), settings.runtime_dir)
+            if trained is None:
+                raise SystemExit(f"no trained DM in {folder}")
+            results[name] = scores(trained, args.data, args.max, settings.tau_same)
     save(
         "same_calibration",
-        {"command": f"python -m bench.same_calibration --data {args.data} --max {args.max}"}
+        {
+            "command": f"python -m bench.same_calibration --data {args.data} --max {args.max}"
+            + (f" --dm {' '.join(args.dm)}" if args.dm != parser.get_default("dm") else "")
+        }
         | {"tau_same": settings.tau_same, "results": results},
     )
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from types import SimpleNamespace
 from typing import Any
 
@@ -106,6 +107,14 @@ def test_same_pairs_paraphrases_and_near_misses() -> None:
     assert all(r.how.startswith("near-miss") for r in misses)
     assert all(r.text_a != r.text_b for r in misses)
     assert list(same_examples(CHAIN, ["director", "place of birth", "spouse", "father"])) == rows
+    # Every positive pairs a template with a plain form; so do near misses, or a plain
+    # second question alone would read as "same".
+    plain_form = re.compile(r"^What is (the .+ of .+|.+'s .+)\?$")
+    assert all(plain_form.match(r.text_b) for r in positives)
+    plain_misses = [r for r in misses if r.how.endswith("-plain")]
+    assert plain_misses and all(plain_form.match(r.text_b) for r in plain_misses)
+    for how in ("near-miss-relation", "near-miss-subject"):
+        assert sum(r.how == how for r in misses) == sum(r.how == f"{how}-plain" for r in misses)
 
 
 def test_depth_and_counts() -> None:

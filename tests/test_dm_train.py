@@ -109,10 +109,15 @@ def test_train_save_load_and_score(trained: tuple[Path, dict]) -> None:
     assert len(meta["question_rel"]["weights"]) == m + m * (m + 1) // 2 + 1
     saved = json.loads((out / "dm.json").read_text())
     assert saved["platt"] == meta["platt"]
-    adapter = out / "adapter_model.safetensors"
-    assert 0 < adapter.stat().st_size < 20 * 2**20  # small enough to commit
-    config = json.loads((out / "adapter_config.json").read_text())
-    assert config["base_model_name_or_path"] == dm_train.BASE_MODEL_NAME  # no local path
+    for adapter in dm_train.ADAPTERS:  # each trained on its own kinds, small enough to commit
+        folder = out / adapter.folder
+        assert meta["adapters"][adapter.name]["kinds"] == list(adapter.kinds)
+        assert meta["adapters"][adapter.name]["train_examples"] == sum(
+            e.kind in adapter.kinds for e in _examples()
+        )
+        assert 0 < (folder / "adapter_model.safetensors").stat().st_size < 20 * 2**20
+        config = json.loads((folder / "adapter_config.json").read_text())
+        assert config["base_model_name_or_path"] == dm_train.BASE_MODEL_NAME  # no local path
     loaded = dm_train.load_model(out)
     pairs = [("rel", "Who directed Raise Your Voice?", PASSAGES[i]) for i in (1, 2, 3)]
     logits = loaded.logits(pairs)
@@ -130,7 +135,7 @@ def test_the_fast_runtime_scores_like_the_model_and_is_built_once(
     pairs.append(("rel", "Q?", "word " * 5000))
     reference = dm_train.load_model(out).logits(pairs)
     built = sorted(runtime_dir.glob("dm-*.onnx"))
-    assert len(built) == 1  # calibration built it; serving reuses it
+    assert len(built) == len(dm_train.ADAPTERS)  # calibration built them; serving reuses them
     stamp = built[0].stat().st_mtime_ns
     fast = dm_train.load_runtime(out, runtime_dir).logits(pairs)
     assert built[0].stat().st_mtime_ns == stamp
@@ -191,6 +196,33 @@ def test_a_refit_keeps_what_the_evaluation_chose_to_serve(
     )
     assert meta["use_for"] == ["rel", "suff"]
     assert TrainedDM.load(folder, runtime_dir).use_for == {"rel", "suff"}  # type: ignore[union-attr]
+
+
+def test_one_adapter_retrains_alone_and_the_others_are_kept(
+    trained: tuple[Path, dict], runtime_dir: Path, tmp_path: Path
+) -> None:
+    folder = tmp_path / "dm"
+    shutil.copytree(trained[0], folder)
+    main_weights = (folder / "adapter_model.safetensors").read_bytes()
+    data = tmp_path / "data"
+    write_jsonl(data / "calib.jsonl", _examples())
+    same_rows = [e for e in _examples() if e.kind == "same"]
+    write_jsonl(data / "train.jsonl", [*_examples(), *same_rows])  # the same pairs changed
+    passages = lambda _b, ids: [PASSAGES[i] for i in ids]  # noqa: E731
+    meta = dm_train.train(data, folder, runtime_dir, passages, only="same")
+    assert (folder / "adapter_model.safetensors").read_bytes() == main_weights
+    assert meta["adapters"]["same"]["train_examples"] == 2 * len(same_rows)
+    assert meta["adapters"]["main"] == trained[1]["adapters"]["main"]
+    assert TrainedDM.load(folder, runtime_dir) is not None
+    with pytest.raises(UserError, match="no DM adapter called 'nli'"):
+        dm_train.train(data, folder, runtime_dir, passages, only="nli")
+    lone = tmp_path / "lone"
+    with pytest.raises(UserError, match="no trained main adapter"):
+        dm_train.train(data, lone, runtime_dir, passages, only="same")
+    write_jsonl(data / "train.jsonl", [e for e in _examples() if e.kind != "same"])
+    with pytest.raises(UserError, match="no training examples for the same adapter"):
+        dm_train.train(data, folder, runtime_dir, passages, only="same")
+    assert (folder / "dm.json").is_file()  # refused before anything was touched
 
 
 def test_length_buckets_use_every_example_once_in_batches_of_similar_length() -> None:

@@ -160,7 +160,8 @@ TRAINED_INPUTS = {
 
 
 class TrainedDM:
-    """The fine-tuned cross-encoder: loaded once, scores a batch in one forward pass."""
+    """The fine-tuned cross-encoders (one adapter for the passage kinds, one for `same`):
+    loaded once, each scores a batch in one forward pass."""
 
     def __init__(self, folder: Path, runtime_dir: Path) -> None:
         from app.dm_train import (
@@ -168,12 +169,12 @@ class TrainedDM:
             DIRECT_RETRIEVED_FEATURES,
             QUESTION_REL_FEATURES,
             fits,
-            load_runtime,
+            load_runtimes,
         )
 
         self.folder = folder
         self.meta = json.loads((folder / "dm.json").read_text())
-        self.encoder = load_runtime(folder, runtime_dir)
+        self.encoders = load_runtimes(folder, runtime_dir)
         self.use_for = set(self.meta.get("use_for", []))
         # Both direct models must match ours: the question's top w and gathered text.
         self.direct_fits = fits(self.meta["direct"], DIRECT_RETRIEVED_FEATURES) and fits(
@@ -206,7 +207,7 @@ class TrainedDM:
             return None
 
     def p(self, kind: str, pairs: Sequence[tuple[str, str]]) -> list[float]:
-        logits = self.encoder.logits([(kind, a, b) for a, b in pairs])
+        logits = self.encoders[kind].logits([(kind, a, b) for a, b in pairs])
         platt = Platt(**self.meta["platt"][kind])
         return [platt(float(x)) for x in logits]
 
@@ -230,7 +231,7 @@ class TrainedDM:
         if not self.direct_fits:
             return 0.0
         features = direct_inputs(
-            self.encoder,
+            self.encoders["rel"],
             self.meta["platt"],
             self.meta.get("question_rel", {}),
             question,
