@@ -46,12 +46,8 @@ def retrieve_question_passages(
 ) -> dict[str, Any]:
     """R_w(Q): the top-w passages for the whole question, and how surely the search
     found them (which DM_direct reads)."""
-    w = Settings.of(runtime).w
-    question = state["question"]
-    return {
-        "question_passages": [p.as_dict() for p in retriever.retrieve(question, w)],
-        "question_retrieval": retriever.retrieval_signals(question),
-    }
+    passages, signals = retriever.retrieve_with_signals(state["question"], Settings.of(runtime).w)
+    return {"question_passages": [p.as_dict() for p in passages], "question_retrieval": signals}
 
 
 def retrieve_for_sub_question(

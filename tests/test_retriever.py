@@ -49,6 +49,15 @@ def test_retrieval_signals_come_from_the_fused_ranking_whatever_the_mode(
     assert retriever.retrieval_signals("zzqx wvvq")[2] == 0.0  # no known word: no BM25 match
 
 
+def test_one_search_gives_the_passages_and_their_signals(retriever: Retriever) -> None:
+    dense_only = Retriever(retriever.index, retriever.embedder, "dense")
+    for r in (retriever, dense_only):
+        for question in ("Who founded Velloway Ironworks?", "Which river flows past it?", " "):
+            passages, signals = r.retrieve_with_signals(question, 10)
+            assert passages == r.retrieve(question, 10)
+            assert signals == r.retrieval_signals(question)
+
+
 def test_langchain_tool(retriever: Retriever) -> None:
     tool = retriever.as_tool()
     assert tool.name == "retrieve_passages"

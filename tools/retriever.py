@@ -39,6 +39,13 @@ class _RetrieveArgs(BaseModel):
     k: int = Field(default=5, ge=1, le=50, description="How many passages to return.")
 
 
+def signals_of(ranking: list[tuple[int, float]], sparse: list[tuple[int, float]]) -> list[float]:
+    """`Retriever.retrieval_signals` from a fused ranking and its BM25 hits."""
+    fused = [score for _, score in ranking[:3]] + [0.0, 0.0, 0.0]
+    best_bm25 = sparse[0][1] if sparse else 0.0
+    return [fused[1], fused[1] - fused[2], float(best_bm25)]
+
+
 class Retriever:
     """Created once per index and shared; every query is read-only."""
 
@@ -95,16 +102,26 @@ class Retriever:
         fused ranking, whatever `mode` serves passages, so that fitting and serving agree."""
         if not query.strip():
             return [0.0, 0.0, 0.0]
+        return signals_of(*self._fused(query, FUSION_DEPTH))
+
+    def retrieve_with_signals(
+        self, query: str, k: int
+    ) -> tuple[list[RetrievedPassage], list[float]]:
+        """`retrieve` and `retrieval_signals` of one query, from one search where the
+        passages come from the same fused ranking."""
+        if self.mode != "fused" or k > FUSION_DEPTH or not query.strip():
+            return self.retrieve(query, k), self.retrieval_signals(query)
         ranking, sparse = self._fused(query, FUSION_DEPTH)
-        fused = [score for _, score in ranking[:3]] + [0.0, 0.0, 0.0]
-        best_bm25 = sparse[0][1] if sparse else 0.0
-        return [fused[1], fused[1] - fused[2], float(best_bm25)]
+        return self.passages_of(ranking[:k]), signals_of(ranking, sparse)
 
     def retrieve(
         self, query: str, k: int = 5, mode: RetrievalMode | None = None
     ) -> list[RetrievedPassage]:
         """Top-k passages for `query`, best first."""
-        ranked = self.ranked_ids(query, k, mode)
+        return self.passages_of(self.ranked_ids(query, k, mode))
+
+    def passages_of(self, ranked: list[tuple[int, float]]) -> list[RetrievedPassage]:
+        """The passages of ranked (id, score) pairs, in order."""
         records = {p.id: p for p in self.index.passages([pid for pid, _ in ranked])}
         return [
             RetrievedPassage(pid, records[pid].title, records[pid].text, score)
