@@ -54,7 +54,8 @@ class Adapter:
 
 # `same` compares two sub-questions and reads no passage, so it has an adapter of its
 # own: its pairs can be rebuilt and retrained (`hoprag dm train --adapter same`, about 7
-# minutes on this CPU with calibration) without retraining the passage kinds the graph was measured with.
+# minutes on this CPU with calibration) without retraining the passage kinds the graph
+# was measured with.
 ADAPTERS = (Adapter("main", ".", ("rel", "suff", "depth")), Adapter("same", "same", ("same",)))
 CROSS_KINDS = tuple(kind for adapter in ADAPTERS for kind in adapter.kinds)
 DIRECT_FEATURES = (  # what `direct_features` returns, in order
