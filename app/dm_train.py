@@ -97,6 +97,7 @@ QUESTION_REL_FEATURES = (  # what `question_rel_features` returns per passage, i
 # (`hoprag dm eval`).
 QUESTION_REL_L2 = 5.0
 SEED = 13
+LOSS_WINDOW = 100  # batches per point of the loss curve training.json keeps
 
 
 @dataclass(frozen=True)
@@ -145,10 +146,12 @@ def tokenise(tokenizer: Any, triples: Sequence[tuple[str, str, str]]) -> Any:
 
 @dataclass
 class CrossEncoder:
-    """The fine-tuned cross-encoder, loaded once (adapter merged for speed)."""
+    """The fine-tuned cross-encoder, loaded once (adapter merged for speed); a freshly
+    trained one keeps its mean training loss per `LOSS_WINDOW` batches."""
 
     model: Any
     tokenizer: Any
+    loss_curve: list[float] = field(default_factory=list)
 
     def logits(self, pairs: Sequence[tuple[str, str, str]], batch_size: int = 32) -> np.ndarray:
         """Raw logits for (kind, text_a, text_b) triples, batched; no gradients."""
@@ -286,6 +289,7 @@ def train_cross_encoder(
     model.train()
     bar = tqdm(total=steps, desc="training the DM", unit="batch", disable=not progress)
     batches: list[list[DMExample]] = []
+    window: list[float] = []
     for step in range(steps):
         if step % per_epoch == 0:
             batches = length_buckets(data, recipe.batch_size)
@@ -299,6 +303,10 @@ def train_cross_encoder(
         optimiser.zero_grad()
         bar.update(1)
         bar.set_postfix(loss=f"{loss.item():.3f}")
+        window.append(loss.item())
+        if len(window) == LOSS_WINDOW or step == steps - 1:
+            encoder.loss_curve.append(round(sum(window) / len(window), 4))
+            window = []
     bar.close()
     model.eval()
     return encoder
@@ -617,6 +625,7 @@ def save_adapter(
         "device": str(next(encoder.model.parameters()).device),
         "train_examples": examples,
         "train_seconds": round(seconds, 1),
+        f"loss_per_{LOSS_WINDOW}_batches": encoder.loss_curve,
     }
     (out_dir / "training.json").write_text(json.dumps(training, indent=2) + "\n")
 

@@ -43,7 +43,7 @@ def main() -> None:
     save(
         "dm_train",
         {
-            "command": "python -m bench.dm_train",
+            "command": "python -m bench.dm_train" + (f" --keep {args.keep}" if args.keep else ""),
             "data_seconds": round(data_s, 1),
             "data_peak_rss_gib": round(data_gib, 2),
             "train_seconds": round(train_s, 1),

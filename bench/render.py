@@ -758,11 +758,44 @@ def dm_train() -> str:
                     if "adapters" in r
                     else []
                 ),
-                r.get("notes", ""),
+                *([r["notes"]] if r.get("notes") else []),
+                *_scratch_dm_eval(),
             ]
         ).rstrip()
         + "\n"
     )
+
+
+def _scratch_dm_eval() -> list[str]:
+    """The DM that run trained (`--keep DIR`) on dev, beside the shipped one (the same
+    seeded samples): a verbatim copy of the dm_eval.json of `hoprag dm eval --dm DIR`."""
+    scratch = load_results("dm_train_eval")
+    shipped_path = ROOT / "docs" / "dm_eval" / "dm_eval.json"
+    if not scratch or not shipped_path.is_file():
+        return []
+    shipped = json.loads(shipped_path.read_text())
+    lines = [
+        "",
+        f"Measured {scratch['date']} on {machine()} with `.venv/bin/{scratch['command']}`. "
+        "The DM this run trained, on the dev examples `hoprag dm eval` scores the shipped DM "
+        "on (the same seeded sample; the shipped `main` adapter was trained on a GPU, when "
+        "it judged `same` too):",
+        "",
+        "| kind | n | shipped AUC | shipped ECE | from scratch AUC | from scratch ECE |",
+        "| --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for kind in ("rel", "direct", "depth", "suff", "same"):
+        m, ours = scratch[kind]["trained"], shipped[kind]["trained"]
+        lines.append(
+            f"| {kind} | {m['n']} | {ours['auc']:.3f} | {ours['ece']:.3f} | "
+            f"{m['auc']:.3f} | {m['ece']:.3f} |"
+        )
+    fit = load_results("dm_fit")
+    if fit:
+        lines += ["", _header(fit), f"AUC on a seeded sample of {fit['n']} `train` examples:", ""]
+        for name, aucs in fit["results"].items():
+            lines.append(f"- {name}: " + "; ".join(f"{g} {v:.3f}" for g, v in aucs.items()))
+    return lines
 
 
 def _dm_latency() -> list[str]:
