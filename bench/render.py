@@ -14,6 +14,7 @@ from collections.abc import Callable
 from itertools import takewhile
 from typing import Any
 
+from app.dm_eval import HELD_BACK
 from app.evaluation import SUMMARY_COLUMNS, load_run, summarise
 from bench.common import BENCHMARKS, RESULTS, ROOT, load_results, machine
 
@@ -864,6 +865,7 @@ def dm_eval() -> str:
         "10 passages: median "
         f"{_cell(latency.get('median'))} ms, p90 {_cell(latency.get('p90'))} ms over "
         f"{latency.get('batches')} batches (target: under 150 ms).",
+        *(f"Held back: `{kind}`, as {why}." for kind, why in HELD_BACK.items()),
         *([r["notes"]] if r.get("notes") else []),
         *_dm_latency(),
         "",
