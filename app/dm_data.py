@@ -304,8 +304,9 @@ def same_examples(item: Item, relations: list[str]) -> Iterator[DMExample]:
 
 def direct_example(item: Item, retriever: Any, w: int) -> DMExample:
     """The question's top w with how surely retrieval found them (`retrieval_signals`),
-    which the direct model reads beside the passages."""
-    top = [p.id for p in retriever.retrieve(item.question, w)]
+    which the direct model reads beside the passages: one search, as the graph makes."""
+    passages, signals = retriever.retrieve_with_signals(item.question, w)
+    top = [p.id for p in passages]
     label = int(set(item.gold_ids) <= set(top))
     return DMExample(
         "direct",
@@ -315,7 +316,7 @@ def direct_example(item: Item, retriever: Any, w: int) -> DMExample:
         "gold-in-top-w",
         item.benchmark,
         item.id,
-        extra={"passage_ids": top, "retrieval": retriever.retrieval_signals(item.question)},
+        extra={"passage_ids": top, "retrieval": signals},
     )
 
 

@@ -25,6 +25,8 @@ file is generated from `bench/results/*.json` by `python -m bench.render`. Data:
 `../shared/data/` (MuSiQue, 2WikiMultiHopQA, HotpotQA; see its README).
 """
 
+DM_EVAL_REPORT = ROOT / "docs" / "dm_eval" / "dm_eval.json"  # written by `hoprag dm eval`
+
 
 def _header(r: dict[str, Any]) -> str:
     """Where and how a result was measured: the command as run from the repository root,
@@ -771,10 +773,9 @@ def _scratch_dm_eval() -> list[str]:
     """The DM that run trained (`--keep DIR`) on dev, beside the shipped one (the same
     seeded samples): a verbatim copy of the dm_eval.json of `hoprag dm eval --dm DIR`."""
     scratch = load_results("dm_train_eval")
-    shipped_path = ROOT / "docs" / "dm_eval" / "dm_eval.json"
-    if not scratch or not shipped_path.is_file():
+    if not scratch or not DM_EVAL_REPORT.is_file():
         return []
-    shipped = json.loads(shipped_path.read_text())
+    shipped = json.loads(DM_EVAL_REPORT.read_text())
     lines = [
         "",
         f"Measured {scratch['date']} on {machine()} with `.venv/bin/{scratch['command']}`. "
@@ -814,10 +815,9 @@ def _dm_latency() -> list[str]:
 
 def dm_eval() -> str:
     """The shipped DM against the zero-shot backends on dev, with reliability diagrams."""
-    path = ROOT / "docs" / "dm_eval" / "dm_eval.json"
-    if not path.is_file():
+    if not DM_EVAL_REPORT.is_file():
         return ""
-    r = json.loads(path.read_text())
+    r = json.loads(DM_EVAL_REPORT.read_text())
     targets = {"rel": 0.95, "direct": 0.90, "suff": 0.90, "same": 0.95}
     lines = [
         "## Decision model: trained versus zero-shot on dev",
@@ -872,7 +872,7 @@ def dm_eval() -> str:
         " ".join(
             f"![{kind}](dm_eval/reliability_{kind}.png)"
             for kind in r
-            if (path.parent / f"reliability_{kind}.png").is_file()
+            if (DM_EVAL_REPORT.parent / f"reliability_{kind}.png").is_file()
         ),
     ]
     return "\n".join(lines) + "\n"

@@ -131,11 +131,8 @@ class _TopW:
     def __init__(self, ids: list[int]) -> None:
         self.ids = ids
 
-    def retrieve(self, query: str, k: int) -> list[Any]:
-        return [SimpleNamespace(id=i) for i in self.ids[:k]]
-
-    def retrieval_signals(self, query: str) -> list[float]:
-        return [0.03, 0.001, 7.5]
+    def retrieve_with_signals(self, query: str, k: int) -> tuple[list[Any], list[float]]:
+        return [SimpleNamespace(id=i) for i in self.ids[:k]], [0.03, 0.001, 7.5]
 
 
 def test_direct_is_yes_only_when_the_top_w_holds_every_gold_passage() -> None:
