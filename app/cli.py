@@ -800,6 +800,37 @@ def dm_data(
     typer.echo(f"wrote {out}/train.jsonl, calib.jsonl, dev.jsonl and counts.json")
 
 
+@dm_app.command("rewordings")
+def dm_rewordings(data: DataDirOpt = None) -> None:
+    """Let the chat model reword each relation's question (train and dev apart) into
+    app/data/dm_rewordings.json, which `hoprag dm data` reads for DM_same's pairs.
+
+    The shipped file was made by the embedded model and reviewed by hand; a rerun drops
+    the wordings that review removed (kept in the file under `removed`)."""
+    from tqdm import tqdm
+
+    from app import dm_rewordings as builder
+    from app.llm import LLMGateway
+
+    settings = _settings()
+    data = data or settings.data
+    _check_benchmarks(data)
+    gateway = LLMGateway(settings)
+    try:
+        rewordings = builder.build_rewordings(
+            data,
+            lambda messages: gateway.invoke(messages, builder.REWORDING_TOKENS),
+            gateway.model_name,
+            lambda pairs: tqdm(list(pairs), desc="rewording relations", unit="relation"),
+            builder.read_review(),
+        )
+    finally:
+        gateway.close()
+    builder.write_rewordings(rewordings)
+    counts = {split: sum(map(len, rewordings[split].values())) for split in builder.SPLITS}
+    typer.echo(f"wrote {builder.REWORDINGS_FILE}: {counts} wordings")
+
+
 def _check_benchmarks(benchmarks: Path) -> None:
     from app.dm_data import BENCHMARKS
 

@@ -20,9 +20,12 @@ suff    question / QA table (a prefix of the     1 only for the whole chain (gol
                                                  with its last step asked again in other
                                                  words (repeated-step)
 same    sub-question / sub-question              1 for two phrasings of one relation step
-                                                 (template-paraphrase), 0 for the same
-                                                 subject with another relation or the same
-                                                 relation of another subject (near-miss)
+                                                 (template-paraphrase; llm-rewording and
+                                                 llm-rewording-pair from the chat model's
+                                                 rewordings in dm_rewordings.json), 0 for
+                                                 the same subject with another relation or
+                                                 the same relation of another subject
+                                                 (near-miss-*, near-miss-*-llm)
 depth   question / ""                            1 when gold needs at most 2 hops (gold-hops)
 direct  question / its top-w passage ids         1 when all gold passages are among them
                                                  (gold-in-top-w); scored from `rel`
@@ -44,8 +47,15 @@ from pathlib import Path
 from typing import Any
 
 from app.corpus import passage_text as corpus_passage_text
-from app.traindata import musique_chain, phrase_relation, resolve_references, wiki2_chain
+from app.traindata import (
+    musique_chain,
+    named_subject,
+    phrase_relation,
+    resolve_references,
+    wiki2_chain,
+)
 
+REWORDINGS_FILE = Path(__file__).parent / "data" / "dm_rewordings.json"
 CALIBRATION_SHARE = 0.15  # of training questions, held apart to fit the temperatures
 NEGATIVES_PER_QUERY = 3
 SAME_NEAR_MISSES = 2
@@ -271,35 +281,120 @@ def paraphrase(subject: str, relation: str) -> str:
     return plain
 
 
+def relation_subjects(items: list[Item]) -> dict[str, list[str]]:
+    """Relation -> the distinct subjects the items' evidence triples ask it of, sorted."""
+    subjects: dict[str, set[str]] = {}
+    for item in items:
+        for subject, relation, _ in item.triples:
+            subjects.setdefault(relation, set()).add(subject)
+    return {relation: sorted(s) for relation, s in sorted(subjects.items())}
+
+
+def load_rewordings(path: Path = REWORDINGS_FILE) -> dict[str, dict[str, list[str]]]:
+    """Split -> relation -> the chat model's other wordings of its question (templates
+    over `{s}`, written by `hoprag dm rewordings`); none when the file is missing."""
+    if not path.is_file():
+        return {}
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return {split: data.get(split) or {} for split in ("train", "dev")}
+
+
 def depth_example(item: Item) -> DMExample:
     return DMExample(
         "depth", item.question, "", int(item.hops <= 2), "gold-hops", item.benchmark, item.id
     )
 
 
-def same_examples(item: Item, relations: list[str]) -> Iterator[DMExample]:
+def same_examples(
+    item: Item,
+    relations: list[str],
+    rewordings: dict[str, list[str]] | None = None,
+    peers: dict[str, list[str]] | None = None,
+) -> Iterator[DMExample]:
     """Paraphrase pairs from relation steps: the phrasing template against the plain
     "What is the R of S?" form; near misses change the relation or the subject, each
     in both forms. Every positive's second question is a plain form, so near misses
     only in template form taught the DM that a plain form means "same": it said so,
-    with p >= 0.8, to 93% of the plain near misses of dev (`bench.same_calibration`)."""
+    with p >= 0.8, to 93% of the plain near misses of dev (`bench.same_calibration`).
 
-    def pair(second: str, label: int, how: str) -> DMExample:
-        return DMExample("same", specific, second, label, how, item.benchmark, item.id)
+    Templates say each relation one way only, so a DM trained on them alone called
+    "Who was the founder of X?" another question than "Who founded X?". `rewordings`
+    (relation -> the chat model's other wordings of its question, `hoprag dm
+    rewordings`) add, where they exist, a rewording against the template and against
+    another rewording (yes), and reworded near misses of the relation and the subject.
 
+    The subject near misses above swap in another entity of the question, seldom of the
+    same type ("Who directed Sean McNamara?"); `peers` (relation -> the subjects other
+    questions ask it of) add one that swaps in an entity the relation fits ("Who
+    directed Avatar?" against "Who directed Titanic?")."""
+
+    def pair(first: str, second: str, label: int, how: str) -> DMExample:
+        return DMExample("same", first, second, label, how, item.benchmark, item.id)
+
+    rewordings = rewordings or {}
     subjects = [s for s, _, _ in item.triples]
     for i, (subject, relation, _) in enumerate(item.triples):
         specific = phrase_relation(subject, relation)
-        yield pair(paraphrase(subject, relation), 1, "template-paraphrase")
+        yield pair(specific, paraphrase(subject, relation), 1, "template-paraphrase")
         others = [r for r in relations if r != relation]
         for j in range(SAME_NEAR_MISSES):
             other = others[(_stable_int(item.id) + i + j) % len(others)]
-            yield pair(phrase_relation(subject, other), 0, "near-miss-relation")
-            yield pair(paraphrase(subject, other), 0, "near-miss-relation-plain")
+            yield pair(specific, phrase_relation(subject, other), 0, "near-miss-relation")
+            yield pair(specific, paraphrase(subject, other), 0, "near-miss-relation-plain")
         other_subjects = [s for s in subjects if s.lower() != subject.lower()]
         if other_subjects:
-            yield pair(phrase_relation(other_subjects[0], relation), 0, "near-miss-subject")
-            yield pair(paraphrase(other_subjects[0], relation), 0, "near-miss-subject-plain")
+            yield pair(
+                specific, phrase_relation(other_subjects[0], relation), 0, "near-miss-subject"
+            )
+            yield pair(
+                specific, paraphrase(other_subjects[0], relation), 0, "near-miss-subject-plain"
+            )
+        named = named_subject(subject).lower()
+        fits = [p for p in (peers or {}).get(relation, []) if named_subject(p).lower() != named]
+        if fits:
+            peer = fits[_stable_int(f"{item.id}/{i}/peer") % len(fits)]
+            yield pair(specific, phrase_relation(peer, relation), 0, "near-miss-peer")
+            other_subjects = [peer, *other_subjects]  # the reworded subject swap too
+        yield from reworded_pairs(item, i, rewordings, others, other_subjects)
+
+
+def reworded_pairs(
+    item: Item,
+    step: int,
+    rewordings: dict[str, list[str]],
+    others: list[str],
+    other_subjects: list[str],
+) -> Iterator[DMExample]:
+    """`same_examples`' pairs from the chat model's rewordings of step `step`'s relation
+    (templates over `{s}`), each chosen by a stable hash of the question and step."""
+    subject, relation, _ = item.triples[step]
+    own = rewordings.get(relation) or []
+    if not own:
+        return
+    k = _stable_int(f"{item.id}/{step}")
+    named = named_subject(subject)
+
+    def reworded(templates: list[str], offset: int = 0, who: str = named) -> str:
+        return templates[(k + offset) % len(templates)].format(s=who)
+
+    def pair(first: str, second: str, label: int, how: str) -> DMExample:
+        return DMExample("same", first, second, label, how, item.benchmark, item.id)
+
+    specific = phrase_relation(subject, relation)
+    yield pair(specific, reworded(own), 1, "llm-rewording")
+    if len(own) > 1:
+        yield pair(reworded(own), reworded(own, 1), 1, "llm-rewording-pair")
+    reworded_others = [r for r in others if rewordings.get(r)]
+    if reworded_others:
+        other = reworded_others[k % len(reworded_others)]
+        yield pair(reworded(own), reworded(rewordings[other]), 0, "near-miss-relation-llm")
+    if other_subjects:
+        yield pair(
+            reworded(own),
+            reworded(own, 1, named_subject(other_subjects[0])),
+            0,
+            "near-miss-subject-llm",
+        )
 
 
 def direct_example(item: Item, retriever: Any, w: int) -> DMExample:
@@ -405,20 +500,26 @@ def build(
     from tools.retriever import Retriever
 
     embedder = Embedder(settings.runtime_dir)
+    rewordings = load_rewordings()
     sets: dict[str, list[DMExample]] = {"train": [], "calib": [], "dev": []}
     for split in ("train", "dev"):
         for benchmark in BENCHMARKS:
             index = CorpusIndex.open(settings, benchmark)
             retriever = Retriever(index, embedder)
             items = load_items(data_dir, benchmark, split)
-            relations = sorted({r for item in items for _, r, _ in item.triples})
+            peers = relation_subjects(items)
+            relations = sorted(peers)
             answers = relation_answers(items) if suff_near_misses_too else {}
             for item in tqdm(items, desc=f"{benchmark}/{split}", unit="q"):
                 examples = [
                     *rel_examples(item, retriever, index, settings.w),
                     *suff_rows(item, answers),
                     depth_example(item),
-                    *(same_examples(item, relations) if relations else []),
+                    *(
+                        same_examples(item, relations, rewordings.get(split), peers)
+                        if relations
+                        else []
+                    ),
                     direct_example(item, retriever, settings.w),
                 ]
                 target = (

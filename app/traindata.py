@@ -49,11 +49,15 @@ def relation_questions() -> dict[str, str]:
     return {k: v for k, v in data.items() if not k.startswith("_")}
 
 
+def named_subject(subject: str) -> str:
+    """A subject as questions name it: "Waking the Dead (film)" -> "Waking the Dead"."""
+    return _DISAMBIGUATION.sub("", subject.strip()) or subject.strip()
+
+
 def phrase_relation(subject: str, relation: str) -> str:
     """`(Waking the Dead (film), director)` -> "Who directed Waking the Dead?"."""
-    subject = _DISAMBIGUATION.sub("", subject.strip()) or subject.strip()
     template = relation_questions().get(relation.strip(), "What is the {r} of {s}?")
-    return template.format(s=subject, r=relation.strip())
+    return template.format(s=named_subject(subject), r=relation.strip())
 
 
 def _tidy(question: str) -> str:

@@ -52,7 +52,15 @@ def main() -> None:
             "calibration_seconds": meta["calibration_seconds"],
             "train_examples": sum(a["train_examples"] for a in adapters),
             "adapters": {
-                name: {k: a[k] for k in ("kinds", "train_examples", "train_seconds")}
+                name: {
+                    k: a.get(k)
+                    for k in (
+                        "kinds",
+                        "train_examples",
+                        "train_seconds",
+                        "loss_per_100_batches_by_kind",
+                    )
+                }
                 for name, a in meta["adapters"].items()
             },
             "recipe": meta["recipe"],

@@ -761,12 +761,30 @@ def dm_train() -> str:
                     if "adapters" in r
                     else []
                 ),
+                *_loss_curves(r.get("adapters", {})),
                 *([r["notes"]] if r.get("notes") else []),
                 *_scratch_dm_eval(),
             ]
         ).rstrip()
         + "\n"
     )
+
+
+def _loss_curves(adapters: dict[str, Any]) -> list[str]:
+    """Each adapter's training loss by kind, mean per 100 batches, first to last."""
+    lines = []
+    for name, a in adapters.items():
+        curves = a.get("loss_per_100_batches_by_kind")
+        if curves:
+            lines.append(
+                f"Training loss of `{name}` by kind, mean per 100 batches: "
+                + "; ".join(
+                    f"{kind} " + " ".join(f"{v:.2f}" for v in curve)
+                    for kind, curve in curves.items()
+                )
+                + "."
+            )
+    return lines
 
 
 def _scratch_dm_eval() -> list[str]:

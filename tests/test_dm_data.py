@@ -14,11 +14,14 @@ from app.dm_data import (
     direct_example,
     extra_rel_examples,
     is_calibration,
+    load_rewordings,
     relation_answers,
+    relation_subjects,
     same_examples,
     suff_examples,
     suff_near_misses,
 )
+from app.dm_rewordings import templates_from
 
 CHAIN = Item(
     id="q1",
@@ -115,6 +118,76 @@ def test_same_pairs_paraphrases_and_near_misses() -> None:
     assert plain_misses and all(plain_form.match(r.text_b) for r in plain_misses)
     for how in ("near-miss-relation", "near-miss-subject"):
         assert sum(r.how == how for r in misses) == sum(r.how == f"{how}-plain" for r in misses)
+
+
+REWORDED = {
+    "director": ["Who was the director of {s}?", "Who made the film {s}?"],
+    "place of birth": ["In which place was {s} born?", "What is the birthplace of {s}?"],
+}
+
+
+def test_same_pairs_from_rewordings_name_the_same_subject_in_other_words() -> None:
+    relations = ["director", "place of birth", "spouse", "father"]
+    plain = list(same_examples(CHAIN, relations))
+    rows = list(same_examples(CHAIN, relations, REWORDED))
+    assert [r for r in rows if r.how in {p.how for p in plain}] == plain  # unchanged
+    yes = [r for r in rows if r.how in ("llm-rewording", "llm-rewording-pair")]
+    assert len(yes) == 4 and all(r.label == 1 for r in yes)  # two steps, two pairs each
+    for r in yes:  # both questions name the step's subject, in other words
+        subject = "Raise Your Voice" if "Raise Your Voice" in r.text_a else "Sean McNamara"
+        assert subject in r.text_b and r.text_a != r.text_b
+    assert {r.text_b for r in yes} <= {
+        t.format(s=s) for t in REWORDED["director"] for s in ["Raise Your Voice"]
+    } | {t.format(s="Sean McNamara") for t in REWORDED["place of birth"]}
+    relation_miss = [r for r in rows if r.how == "near-miss-relation-llm"]
+    subject_miss = [r for r in rows if r.how == "near-miss-subject-llm"]
+    assert len(relation_miss) == len(subject_miss) == 2
+    assert all(r.label == 0 and r.text_a != r.text_b for r in relation_miss + subject_miss)
+    assert list(same_examples(CHAIN, relations, REWORDED)) == rows  # stable
+
+
+def test_peer_near_misses_swap_in_another_subject_of_the_same_relation() -> None:
+    peers = relation_subjects(
+        [CHAIN, Item("q9", "2wikimultihopqa", "Q?", [], 2, [], [("Titanic", "director", "JC")])]
+    )
+    assert peers == {
+        "director": ["Raise Your Voice", "Titanic"],
+        "place of birth": ["Sean McNamara"],
+    }
+    rows = list(same_examples(CHAIN, ["director", "place of birth"], REWORDED, peers))
+    peer = [r for r in rows if r.how == "near-miss-peer"]
+    assert [(r.text_a, r.text_b, r.label) for r in peer] == [
+        ("Who directed Raise Your Voice?", "Who directed Titanic?", 0)
+    ]  # no peer for a relation no other question asks of another subject
+    swapped = [r.text_b for r in rows if r.how == "near-miss-subject-llm"]
+    assert any("Titanic" in text for text in swapped)
+
+
+def test_rewording_replies_become_templates_over_the_subject() -> None:
+    reply = (
+        "1. Who was the director of Raise Your Voice?\n"
+        "- Who directed Raise Your Voice?\n"  # the relation's own template: dropped
+        "Who made Raise Your Voice (the film)?\n"
+        "Raise Your Voice was directed by whom?\n"
+        "Who directed it?\n"  # names no subject: dropped
+        "Who was the director of Raise Your Voice?\n"  # a repeat: dropped
+        "Tell me who directed Raise Your Voice."  # not a question: dropped
+    )
+    assert templates_from(reply, "Raise Your Voice", "director") == [
+        "Who was the director of {s}?",
+        "Who made {s} (the film)?",
+        "{s} was directed by whom?",
+    ]
+    assert templates_from("Who is {odd} of X?", "X", "father") == ["Who is {{odd}} of {s}?"]
+
+
+def test_the_shipped_rewordings_cover_train_and_dev_apart() -> None:
+    rewordings = load_rewordings()
+    assert set(rewordings) == {"train", "dev"}
+    for split in ("train", "dev"):
+        assert sum(map(len, rewordings[split].values())) > 0
+        for templates in rewordings[split].values():
+            assert all(t.count("{s}") >= 1 and t.format(s="X") for t in templates)
 
 
 def test_depth_and_counts() -> None:

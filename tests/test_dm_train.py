@@ -116,8 +116,12 @@ def test_train_save_load_and_score(trained: tuple[Path, dict]) -> None:
             e.kind in adapter.kinds for e in _examples()
         )
         assert 0 < (folder / "adapter_model.safetensors").stat().st_size < 20 * 2**20
-        curve = json.loads((folder / "training.json").read_text())["loss_per_100_batches"]
+        training = json.loads((folder / "training.json").read_text())
+        curve = training["loss_per_100_batches"]
         assert curve and all(loss > 0 for loss in curve)  # how the training went, kept
+        by_kind = training["loss_per_100_batches_by_kind"]  # a kind that stalls shows
+        assert set(by_kind) == set(adapter.kinds)
+        assert all(len(c) == len(curve) for c in by_kind.values())
         config = json.loads((folder / "adapter_config.json").read_text())
         assert config["base_model_name_or_path"] == dm_train.BASE_MODEL_NAME  # no local path
     loaded = dm_train.load_model(out)
