@@ -14,13 +14,6 @@ ECE_BINS = 10
 # one time in three does harm where the zero-shot model abstains (`direct` is "off"
 # zero-shot, and a weak `direct` would stop graph expansion and the step loop early).
 MIN_TRAINED_AUC = 0.8
-# Kinds the trained DM does not serve whatever dev says, and why: dev cannot show it.
-HELD_BACK = {
-    "same": "its dev pairs reword a relation only as its template against the plain "
-    '"What is the R of S?" form, and other rewordings it calls different: 0.002 for '
-    '"Who founded Velloway Ironworks?" against "Who was the founder of Velloway '
-    'Ironworks?" (tests/test_deft.py::test_decision_model_as_a_langchain_tool)',
-}
 
 
 def auc(scores: Sequence[float], labels: Sequence[int]) -> float | None:
@@ -63,7 +56,7 @@ def accuracy_at(probabilities: Sequence[float], labels: Sequence[int], threshold
 def trained_kinds(report: dict[str, Any]) -> list[str]:
     """The kinds the trained DM should judge: on the very examples the zero-shot backend
     was scored on, its AUC is at least the zero-shot one; and on all its dev examples
-    it is at least `MIN_TRAINED_AUC`; never the `HELD_BACK` ones."""
+    it is at least `MIN_TRAINED_AUC`."""
 
     def serves(r: dict[str, Any]) -> bool:
         paired = r.get("trained_paired", r["trained"])["auc"] or 0
@@ -73,9 +66,7 @@ def trained_kinds(report: dict[str, Any]) -> list[str]:
         )
 
     return [
-        kind
-        for kind, r in report.items()
-        if isinstance(r, dict) and "trained" in r and kind not in HELD_BACK and serves(r)
+        kind for kind, r in report.items() if isinstance(r, dict) and "trained" in r and serves(r)
     ]
 
 

@@ -14,7 +14,6 @@ from collections.abc import Callable
 from itertools import takewhile
 from typing import Any
 
-from app.dm_eval import HELD_BACK
 from app.evaluation import SUMMARY_COLUMNS, load_run, summarise
 from bench.common import BENCHMARKS, RESULTS, ROOT, load_results, machine
 
@@ -883,7 +882,6 @@ def dm_eval() -> str:
         "10 passages: median "
         f"{_cell(latency.get('median'))} ms, p90 {_cell(latency.get('p90'))} ms over "
         f"{latency.get('batches')} batches (target: under 150 ms).",
-        *(f"Held back: `{kind}`, as {why}." for kind, why in HELD_BACK.items()),
         *([r["notes"]] if r.get("notes") else []),
         *_dm_latency(),
         "",
@@ -937,30 +935,40 @@ def same_calibration() -> str:
         "## Decision model: the trained `same` per kind of pair",
         "",
         _header(r),
-        "The trained cross-encoder's calibrated p(same) per split and per kind of pair. "
-        "Every positive pairs a relation's template with its plain form (\"What is the R of "
-        'S?"). `before` is the main adapter, trained when the near misses were templates '
-        "only: it learnt that a plain second question means the same question, perfectly "
-        "on `train` and `calib`, and on `dev` said so to near misses whose other relation "
-        "has no template and so reads plain (as every `-plain` near miss below does, which "
-        "`hoprag dm data` now builds for each near miss), where no temperature fitted on "
-        "`calib` could follow. `shipped` is the `same` adapter, "
-        "trained on near misses in both forms (`hoprag dm train --adapter same`). Both are "
-        "scored on the same examples; `before` is the DM folder of fde4ff1 (`git worktree "
-        "add /tmp/old fde4ff1`, then `--dm before=/tmp/old/app/data/dm`; this run read a "
-        "byte-identical copy of it in /tmp/dm_before).",
+        "The trained cross-encoder's calibrated p(same) per split and per kind of pair, "
+        "for each DM on the same examples. Template pairs put a relation's template against "
+        'its plain form ("What is the R of S?"); near misses come in both forms (`-plain`), '
+        "and `near-miss-peer` swaps in another subject of the same relation; `llm-*` pairs "
+        "use the chat model's rewordings of each relation (`hoprag dm rewordings`, train "
+        "and dev reworded apart). `before` is the `same` adapter of 815b767, trained on "
+        "template pairs only (`git worktree add /tmp/old 815b767`, then "
+        "`--dm before=/tmp/old/app/data/dm`); `shipped` is trained on the rewordings too.",
         "",
         "| DM | split | n | AUC | ECE | kind of pair | label | mean p "
         f"| share p >= {r['tau_same']} |",
         "| --- | --- | ---: | ---: | ---: | --- | ---: | ---: | ---: |",
     ]
     for name, splits in r["results"].items():
-        for split, m in splits.items():
+        for split, m in ((s, splits[s]) for s in ("train", "calib", "dev")):
             for i, (how, h) in enumerate(m["by_how"].items()):
                 head = [name, split, str(m["n"]), f"{m['auc']:.3f}", f"{m['ece']:.3f}"]
                 share = h["share_at_or_above_tau_same"]
                 cells = [how, str(h["label"]), f"{h['mean_p']:.3f}", f"{share:.3f}"]
                 lines.append("| " + " | ".join((head if not i else [""] * 5) + cells) + " |")
+    probes = {name: m["probes"] for name, m in r["results"].items() if "probes" in m}
+    if probes:
+        names = list(probes)
+        lines += [
+            "",
+            "Hand-written pairs that no template makes (`bench.same_calibration.PROBES`), "
+            "p(same) of each DM:",
+            "",
+            "| first | second | label | " + " | ".join(names) + " |",
+            "| --- | --- | ---: | " + " | ".join("---:" for _ in names) + " |",
+        ]
+        for i, probe in enumerate(probes[names[0]]):
+            ps = " | ".join(f"{probes[n][i]['p']:.3f}" for n in names)
+            lines.append(f"| {probe['first']} | {probe['second']} | {probe['label']} | {ps} |")
     return "\n".join(lines) + "\n"
 
 

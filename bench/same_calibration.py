@@ -4,16 +4,16 @@ more DM folders on the same examples.
     .venv/bin/python -m bench.same_calibration [--data dm_data] [--max 1500]
         [--dm NAME=DIR ...]
 
-Every positive pair puts a relation's template against its plain form ("What is the R
-of S?"). When the near misses were templates only, the DM learnt that a plain second
-question means "same": perfect on `train` and `calib`, it said so on `dev` to near misses
-whose other relation has no template and so reads plain. `hoprag dm data` now builds
-near misses in both forms (`-plain`), and `same` has an adapter of its own trained on
-them. `--dm` names the folders to compare (default: `shipped=app/data/dm`); a folder
-laid out before the split, whose main adapter also judged `same`, is scored with a copy
-of that adapter in `same/`. `--max` samples at most that many pairs of a split (seeded,
-but not the sample `hoprag dm eval` draws, so dev ECE differs slightly from its
-table); `calib` is read whole.
+Template pairs put a relation's template against its plain form ("What is the R of
+S?"), and near misses come in both forms (`-plain`): when they were templates only, the
+DM learnt that a plain second question means "same". Template pairs word a relation one
+way only, so pairs from the chat model's rewordings (`llm-*`, `hoprag dm rewordings`)
+follow, and `PROBES`, hand-written pairs no template makes, show how a DM takes
+rewordings and near misses it has never seen. `--dm` names the folders to compare
+(default: `shipped=app/data/dm`); a folder laid out before the split, whose main adapter
+also judged `same`, is scored with a copy of that adapter in `same/`. `--max` samples at
+most that many pairs of a split (seeded, but not the sample `hoprag dm eval` draws, so
+dev ECE differs slightly from its table); `calib` is read whole.
 """
 
 from __future__ import annotations
@@ -42,6 +42,31 @@ def laid_out(folder: Path, scratch: Path) -> Path:
     shutil.copytree(folder, copy)
     shutil.copytree(folder, copy / "same", ignore=shutil.ignore_patterns("dm.json", "same"))
     return copy
+
+
+# Hand-written pairs that no template or benchmark relation makes: natural rewordings
+# (yes) and near misses (no), scored as they are by each DM.
+PROBES = (
+    ("Who founded Velloway Ironworks?", "Who was the founder of Velloway Ironworks?", 1),
+    ("Who founded Velloway Ironworks?", "Where was Odile Farrengast born?", 0),
+    ("Who directed Titanic?", "Who was the director of the film Titanic?", 1),
+    ("When was Ada Lovelace born?", "What is the birth date of Ada Lovelace?", 1),
+    ("When was Ada Lovelace born?", "Where was Ada Lovelace born?", 0),
+    ("Who is the spouse of Marie Curie?", "Who was Marie Curie married to?", 1),
+    ("Who is the spouse of Marie Curie?", "Who is the father of Marie Curie?", 0),
+    ("What is the capital of Peru?", "Which city is Peru's capital?", 1),
+    ("What is the capital of Peru?", "What is the capital of Chile?", 0),
+    ("Who is Jack Clay's employer?", "What is the name of Jack Clay's employer?", 1),
+    ("When did the Battle of Guam take place?", "When was the Battle of Manila?", 0),
+)
+
+
+def probe_scores(trained: TrainedDM) -> list[dict[str, Any]]:
+    p = trained.p("same", [(a, b) for a, b, _ in PROBES])
+    return [
+        {"first": a, "second": b, "label": y, "p": round(q, 3)}
+        for (a, b, y), q in zip(PROBES, p, strict=True)
+    ]
 
 
 def scores(trained: TrainedDM, data: Path, most: int, tau_same: float) -> dict[str, Any]:
@@ -87,6 +112,7 @@ def main() -> None:
             if trained is None:
                 raise SystemExit(f"no trained DM in {folder}")
             results[name] = scores(trained, args.data, args.max, settings.tau_same)
+            results[name]["probes"] = probe_scores(trained)
     save(
         "same_calibration",
         {
