@@ -112,10 +112,10 @@ class Recipe:
         default_factory=lambda: {"r": 16, "lora_alpha": 32, "lora_dropout": 0.05}
     )  # None: fine-tune every weight instead (kept for comparisons)
     warmup_steps: int = 50
-    # Gradient-norm clipping. Without it the same data and seed trained on this CPU gave
-    # `rel` a dev AUC of 0.843 (sub-question queries 0.680) while `suff` and `depth` fit;
-    # with it 0.957 (0.989), as good as the GPU-trained adapter (docs/BENCHMARKS.md,
-    # "training from scratch"). None turns it off.
+    # Gradient-norm clipping. Without it, a run on this CPU (same data builder and seed,
+    # one run each) gave `rel` a dev AUC of 0.843 (sub-question queries 0.680) while
+    # `suff` and `depth` fit; with it 0.957 (0.989), as good as the GPU-trained adapter
+    # (docs/BENCHMARKS.md, "training from scratch"). None turns it off.
     max_grad_norm: float | None = 1.0
 
 
