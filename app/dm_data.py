@@ -56,6 +56,7 @@ from app.traindata import (
 )
 
 REWORDINGS_FILE = Path(__file__).parent / "data" / "dm_rewordings.json"
+SPLITS = ("train", "dev")  # the benchmark splits examples are built from
 CALIBRATION_SHARE = 0.15  # of training questions, held apart to fit the temperatures
 NEGATIVES_PER_QUERY = 3
 SAME_NEAR_MISSES = 2
@@ -296,7 +297,7 @@ def load_rewordings(path: Path = REWORDINGS_FILE) -> dict[str, dict[str, list[st
     if not path.is_file():
         return {}
     data = json.loads(path.read_text(encoding="utf-8"))
-    return {split: data.get(split) or {} for split in ("train", "dev")}
+    return {split: data.get(split) or {} for split in SPLITS}
 
 
 def depth_example(item: Item) -> DMExample:
@@ -329,7 +330,7 @@ def same_examples(
     directed Avatar?" against "Who directed Titanic?")."""
 
     def pair(first: str, second: str, label: int, how: str) -> DMExample:
-        return DMExample("same", first, second, label, how, item.benchmark, item.id)
+        return same_pair(item, first, second, label, how)
 
     rewordings = rewordings or {}
     subjects = [s for s, _, _ in item.triples]
@@ -358,6 +359,10 @@ def same_examples(
         yield from reworded_pairs(item, i, rewordings, others, other_subjects)
 
 
+def same_pair(item: Item, first: str, second: str, label: int, how: str) -> DMExample:
+    return DMExample("same", first, second, label, how, item.benchmark, item.id)
+
+
 def reworded_pairs(
     item: Item,
     step: int,
@@ -377,24 +382,17 @@ def reworded_pairs(
     def reworded(templates: list[str], offset: int = 0, who: str = named) -> str:
         return templates[(k + offset) % len(templates)].format(s=who)
 
-    def pair(first: str, second: str, label: int, how: str) -> DMExample:
-        return DMExample("same", first, second, label, how, item.benchmark, item.id)
-
-    specific = phrase_relation(subject, relation)
-    yield pair(specific, reworded(own), 1, "llm-rewording")
+    mine = reworded(own)
+    yield same_pair(item, phrase_relation(subject, relation), mine, 1, "llm-rewording")
     if len(own) > 1:
-        yield pair(reworded(own), reworded(own, 1), 1, "llm-rewording-pair")
+        yield same_pair(item, mine, reworded(own, 1), 1, "llm-rewording-pair")
     reworded_others = [r for r in others if rewordings.get(r)]
     if reworded_others:
         other = reworded_others[k % len(reworded_others)]
-        yield pair(reworded(own), reworded(rewordings[other]), 0, "near-miss-relation-llm")
+        yield same_pair(item, mine, reworded(rewordings[other]), 0, "near-miss-relation-llm")
     if other_subjects:
-        yield pair(
-            reworded(own),
-            reworded(own, 1, named_subject(other_subjects[0])),
-            0,
-            "near-miss-subject-llm",
-        )
+        swapped = reworded(own, 1, named_subject(other_subjects[0]))
+        yield same_pair(item, mine, swapped, 0, "near-miss-subject-llm")
 
 
 def direct_example(item: Item, retriever: Any, w: int) -> DMExample:
@@ -502,7 +500,7 @@ def build(
     embedder = Embedder(settings.runtime_dir)
     rewordings = load_rewordings()
     sets: dict[str, list[DMExample]] = {"train": [], "calib": [], "dev": []}
-    for split in ("train", "dev"):
+    for split in SPLITS:
         for benchmark in BENCHMARKS:
             index = CorpusIndex.open(settings, benchmark)
             retriever = Retriever(index, embedder)

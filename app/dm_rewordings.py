@@ -21,12 +21,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from app.dm_data import REWORDINGS_FILE, load_items
+from app.dm_data import REWORDINGS_FILE, SPLITS, load_items
 from app.traindata import named_subject, phrase_relation
 
 REWORDINGS_PER_RELATION = 4  # what the prompt asks for; more lines are dropped
 REWORDING_TOKENS = 120  # four short questions
-SPLITS = ("train", "dev")
 _LIST_MARK = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)]|Question:)\s*")
 _NORMALISE = re.compile(r"[^a-z0-9{} ]+")
 
