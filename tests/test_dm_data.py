@@ -137,7 +137,7 @@ def test_same_pairs_from_rewordings_name_the_same_subject_in_other_words() -> No
         subject = "Raise Your Voice" if "Raise Your Voice" in r.text_a else "Sean McNamara"
         assert subject in r.text_b and r.text_a != r.text_b
     assert {r.text_b for r in yes} <= {
-        t.format(s=s) for t in REWORDED["director"] for s in ["Raise Your Voice"]
+        t.format(s="Raise Your Voice") for t in REWORDED["director"]
     } | {t.format(s="Sean McNamara") for t in REWORDED["place of birth"]}
     relation_miss = [r for r in rows if r.how == "near-miss-relation-llm"]
     subject_miss = [r for r in rows if r.how == "near-miss-subject-llm"]
