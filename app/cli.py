@@ -146,7 +146,8 @@ def index_build(
 @index_app.command("list")
 def index_list() -> None:
     """List the indexes in HOPRAG_HOME."""
-    from app.store import CorpusIndex, list_indexes
+    from app.checks import list_indexes
+    from app.store import CorpusIndex
 
     settings = _settings()
     rows = []
@@ -175,9 +176,13 @@ def index_list() -> None:
 @index_app.command("show")
 def index_show(name: Annotated[str, typer.Argument(help="Index name.")]) -> None:
     """Print an index's manifest (counts, fingerprint, models, build timings)."""
+    from app.checks import require_index
+
+    settings = _settings()
+    require_index(settings, name)
     from app.store import CorpusIndex
 
-    index = CorpusIndex.open(_settings(), name)
+    index = CorpusIndex.open(settings, name)
     typer.echo(json.dumps(index.manifest, indent=2))
     index.close()
 
@@ -360,22 +365,6 @@ def _print_expansion(expansion: dict[str, Any], err: bool = True) -> None:
     )
 
 
-def _check_question(question: str) -> str:
-    """The question as the graph will see it, refused here before any model loads."""
-    from app.settings import MAX_QUESTION_CHARS
-    from nodes.question import clean_question
-
-    question = clean_question(question)
-    if not question:
-        raise UserError("the question is empty", hint='ask e.g. hoprag ask "Who ...?" -i NAME')
-    if len(question) > MAX_QUESTION_CHARS:
-        raise UserError(
-            f"the question is too long ({len(question)} characters; at most {MAX_QUESTION_CHARS})",
-            hint="ask it more briefly",
-        )
-    return question
-
-
 def _run(
     settings: Settings,
     system: str,
@@ -489,11 +478,12 @@ def ask(
     """Answer a question from an index; every step is checkpointed (`hoprag trace`)."""
     import uuid
 
-    from graph.systems import check_system
+    from app.checks import check_question, check_system, require_index
 
     check_system(system)
-    question = _check_question(question)
+    question = check_question(question)
     settings = _settings(top_k=k, index=index)
+    require_index(settings, settings.index)
     thread_id = thread or uuid.uuid4().hex
     result, cost = _run(settings, system, {"question": question}, thread_id, trace)
     _print_answer(result, system, thread_id, cost, as_json)
@@ -505,9 +495,9 @@ def _check_thread_id(thread_id: str) -> None:
 
 
 def _read_thread(thread_id: str) -> Any:
+    _check_thread_id(thread_id)
     from app.checkpoints import open_checkpointer, read_run
 
-    _check_thread_id(thread_id)
     with open_checkpointer(_settings(), reading=thread_id) as saver:
         return read_run(saver, thread_id)
 
@@ -697,11 +687,14 @@ app.add_typer(cache_app, name="cache")
 
 
 def _open_cache(index: str | None) -> Any:
+    from app.checks import require_index
+
+    settings = _settings(index=index)
+    require_index(settings, settings.index)
     from app.embeddings import Embedder
     from app.store import CorpusIndex
     from tools.qa_cache import QACache
 
-    settings = _settings(index=index)
     opened = CorpusIndex.open(settings, settings.index)
     fingerprint = opened.manifest["fingerprint"]
     opened.close()

@@ -21,12 +21,13 @@ from typing import Any
 from tqdm import tqdm
 
 from app.benchmark import Question, check_gold_in_range, load_questions
+from app.checks import check_name, check_system
 from app.corpus import fingerprint, load_corpus
 from app.errors import UserError
 from app.llm import LLMGateway
 from app.metrics import chain_covered, contain_match, exact_match, normalize_answer, token_f1
 from app.settings import DEFT_SETTINGS, Settings
-from app.store import CorpusIndex, check_name
+from app.store import CorpusIndex
 from nodes.answer import UNKNOWN
 from prompts import load_prompt
 from tools.comparison import RULE
@@ -289,10 +290,9 @@ def run_eval(
     progress: bool = True,
 ) -> dict[str, Any]:
     """Run `system` over the questions; returns the summary (also written to OUT)."""
-    from graph.systems import SYSTEMS, build_system
+    from graph.systems import build_system
 
-    if system not in SYSTEMS:
-        raise UserError(f"unknown system {system!r}", hint=f"choose one of: {', '.join(SYSTEMS)}")
+    check_system(system)
     if (corpus is None) == (index is None):
         raise UserError("give exactly one of --corpus and --index")
     questions = load_questions(data, split=split, ids_file=ids_file, limit=limit)

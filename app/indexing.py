@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
+from app.checks import check_name
 from app.corpus import Passage, fingerprint, load_corpus, passage_text
 from app.embeddings import Embedder
 from app.errors import UserError
@@ -39,7 +40,6 @@ from app.store import (
     INDEX_FORMAT,
     SCHEMA,
     CorpusIndex,
-    check_name,
     chroma_client,
     normalise_entity,
     seal,

@@ -24,6 +24,10 @@ ChainIntegration = Literal["answer", "context"]
 # Questions longer than this are refused with a message (no model sees them).
 MAX_QUESTION_CHARS = 2000
 
+# The question-answering systems (`graph/systems.py` builds each), known here so that a
+# wrong name is refused before any graph module loads.
+SYSTEM_NAMES = ("closed_book", "vanilla", "oracle", "iterative", "deft", "chainrag")
+
 # Passage-level retrieval: reciprocal-rank fusion constant (Cormack et al., 2009) and how
 # deep each ranker is read before fusing.
 RRF_K = 60

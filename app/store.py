@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import shutil
 import sqlite3
 import threading
@@ -36,12 +35,12 @@ import chromadb.errors
 import numpy as np
 from chromadb.config import Settings as ChromaSettings
 
+from app.checks import check_name, require_index
 from app.errors import ServiceError, UserError
 from app.settings import Settings
 
 INDEX_FORMAT = 1
 COLLECTION = "passages"
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -64,15 +63,6 @@ CREATE INDEX sentences_by_passage ON sentences(passage_id, position);
 CREATE INDEX mentions_by_sentence ON mentions(sentence_id);
 CREATE INDEX passages_by_hash ON passages(content_hash);
 """
-
-
-def check_name(name: str) -> str:
-    if not NAME_RE.match(name or ""):
-        raise UserError(
-            f"{name!r} is not a valid index name",
-            hint="use 1-64 letters, digits, '_', '-' or '.', starting with a letter or digit",
-        )
-    return name
 
 
 def chroma_client(path: Path) -> Any:
@@ -171,14 +161,7 @@ class CorpusIndex:
 
     @classmethod
     def open(cls, settings: Settings, name: str) -> CorpusIndex:
-        path = settings.indexes_dir / check_name(name)
-        if not (path / "manifest.json").is_file():
-            known = ", ".join(list_indexes(settings)) or "none yet"
-            raise UserError(
-                f"no index named {name!r} in {settings.indexes_dir}",
-                hint=f"build it with `hoprag index PATH --name {name}` (existing: {known})",
-            )
-        return cls(path, settings.chroma_url)
+        return cls(settings.indexes_dir / require_index(settings, name), settings.chroma_url)
 
     @property
     def collection(self) -> Any:
@@ -295,17 +278,6 @@ def normalise_entity(surface: str) -> str:
     """Key of the entity index: case-folded, inner white space squashed, 'the' dropped."""
     key = " ".join(surface.casefold().split())
     return key[4:] if key.startswith("the ") else key
-
-
-def list_indexes(settings: Settings) -> list[str]:
-    root = settings.indexes_dir
-    if not root.is_dir():
-        return []
-    return sorted(
-        p.name
-        for p in root.iterdir()
-        if (p / "manifest.json").is_file() and not p.name.startswith(".")
-    )
 
 
 def drop_index(settings: Settings, name: str) -> Path:

@@ -7,7 +7,7 @@ from typing import Any
 
 from langgraph.graph.state import CompiledStateGraph
 
-from app.errors import UserError
+from app.checks import check_system
 from app.resources import Resources
 from graph.baselines import build_closed_book, build_iterative, build_oracle, build_vanilla
 from graph.chainrag import build_chainrag
@@ -21,11 +21,6 @@ SYSTEMS: dict[str, Callable[..., CompiledStateGraph]] = {
     "deft": build_deft,
     "chainrag": build_chainrag,
 }
-
-
-def check_system(name: str) -> None:
-    if name not in SYSTEMS:
-        raise UserError(f"unknown system {name!r}", hint=f"choose one of: {', '.join(SYSTEMS)}")
 
 
 def build_system(name: str, resources: Resources, checkpointer: Any = None) -> CompiledStateGraph:

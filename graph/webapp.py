@@ -18,9 +18,9 @@ from starlette.applications import Starlette
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from app.checks import check_name
 from app.errors import UserError
 from app.settings import Settings
-from app.store import check_name
 
 MAX_BODY_BYTES = 1 << 20
 ROLES = frozenset({"human", "user", "ai", "assistant", "system"})

@@ -8,6 +8,7 @@ from typing import Any
 
 from langchain_core.messages import AnyMessage, HumanMessage
 
+from app.checks import clean_question
 from app.llm import LLMGateway
 from app.settings import (
     CHAT_HISTORY_CHARS,
@@ -16,7 +17,7 @@ from app.settings import (
     MAX_QUESTION_CHARS,
 )
 from graph.state import TurnState
-from nodes.question import clean_question, message_text
+from nodes.question import message_text
 from prompts import load_prompt
 
 

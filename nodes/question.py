@@ -12,14 +12,10 @@ from typing import Any
 
 from langchain_core.messages import AnyMessage, HumanMessage
 
+from app.checks import clean_question
 from app.settings import MAX_QUESTION_CHARS
 from graph.state import TurnState
 from nodes.answer import answered
-
-
-def clean_question(text: str) -> str:
-    printable = "".join(ch if ch.isprintable() else " " for ch in text)
-    return " ".join(printable.split())
 
 
 def message_text(message: AnyMessage) -> str:

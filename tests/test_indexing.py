@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 
 import app.indexing as indexing
+from app.checks import list_indexes
 from app.errors import UserError
 from app.indexing import build_index
 from app.settings import Settings
-from app.store import CorpusIndex, list_indexes
+from app.store import CorpusIndex
 from tests.conftest import SAMPLE_CORPUS
 
 
