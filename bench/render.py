@@ -559,6 +559,53 @@ def deft_costs() -> str:
     return "\n".join(lines) + "\n"
 
 
+def cost_floor() -> str:
+    r = load_results("cost_floor")
+    if not r:
+        return ""
+    lines = [
+        "## DeFT: the least its rules can spend",
+        "",
+        _header(r),
+        "What SPEC section 1 still spends with a perfect writer (one call per sub-question), "
+        "a perfect DM and right answers (`bench/cost_floor.py` says how each is counted): "
+        "`loop`, the sub-question loop alone (two calls a hop and the final answer, none "
+        "where the QA table's rules decide a comparison; each step reads its gold passage "
+        "and the one ranked next); `direct`, the same with every question of at most 2 hops "
+        "whose top-w passages hold all gold ones answered in one call from them. QA-cache "
+        "hits are not counted (the runs start cold; the cache study below measures them). "
+        "On the questions the "
+        "direct path would take: EM of the run and of the `oracle` reader (the same model "
+        "handed the gold passages in one call). Issue 4's targets: at most 4.8 LLM calls "
+        "and 390 words per question.",
+        "",
+        "| run | n | run calls | loop floor | direct floor | run words | loop floor | "
+        "direct floor | direct would take | run EM there | oracle EM there |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    rows = r["rows"]
+    for row in rows:
+        taken = row["direct_taken"]
+        lines.append(
+            f"| {row['run']} | {row['n']} | {row['run_cost']['llm_calls']} | "
+            f"{row['loop_floor']['llm_calls']} | {row['direct_floor']['llm_calls']} | "
+            f"{row['run_cost']['words_fed']:.0f} | {row['loop_floor']['words_fed']:.0f} | "
+            f"{row['direct_floor']['words_fed']:.0f} | {taken['n']} | {taken['run_em']} | "
+            f"{taken['oracle_em'] if taken['oracle_em'] is not None else '-'} |"
+        )
+
+    def mean_of(key: str, what: str) -> float:
+        return sum(row[key][what] for row in rows) / len(rows)
+
+    lines.append(
+        f"| mean of the runs | | {mean_of('run_cost', 'llm_calls'):.2f} | "
+        f"{mean_of('loop_floor', 'llm_calls'):.2f} | {mean_of('direct_floor', 'llm_calls'):.2f} | "
+        f"{mean_of('run_cost', 'words_fed'):.0f} | {mean_of('loop_floor', 'words_fed'):.0f} | "
+        f"{mean_of('direct_floor', 'words_fed'):.0f} | | | |"
+    )
+    return "\n".join(lines) + "\n"
+
+
 def deft_errors() -> str:
     r = load_results("deft_errors")
     if not r:
@@ -1122,6 +1169,7 @@ def main() -> None:
         reader_replay(),
         evaluations(),
         deft_costs(),
+        cost_floor(),
         deft_errors(),
         qa_cache_study(),
         serveload_results(),
