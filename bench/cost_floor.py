@@ -19,12 +19,14 @@ then still spend on each question:
 Hops: MuSiQue's `hops`, 2WikiMultihopQA's evidence triples, 2 for HotpotQA. With each
 floor come the questions the direct path would take and, on them, the EM of this run
 and of the `oracle` reader (the same model handed the gold passages in one call: the
-best a direct answer can do), so that the cost of going direct shows in answers too.
+best a direct answer can do), so that the cost of going direct shows in answers too,
+and how the run's own direct-answer check ended on them.
 """
 
 from __future__ import annotations
 
 import ast
+from collections import Counter
 from pathlib import Path
 from statistics import mean, median
 from typing import Any
@@ -52,6 +54,18 @@ def loop_cost(question: str, n_hops: int, gold_words: int, other_words: float) -
     """Calls and words of the sub-question loop at its best."""
     calls = 2 * n_hops + (0 if decided_by_rule(question) else 1)
     return calls, gold_words + n_hops * other_words
+
+
+def direct_check(record: dict[str, Any]) -> str:
+    """How the run's direct-answer check ended: `direct` (answered in one call), or the
+    decision that sent the question to the loop (`depth`, `direct` below threshold)."""
+    for step in record["trace"]:
+        if step["node"] == "check_direct_answer":
+            if step.get("direct"):
+                return "answered directly"
+            refused = [d["kind"] for d in step.get("decisions") or [] if not d["outcome"]]
+            return f"stopped by {refused[0]}" if refused else "not checked"
+    return "not checked"
 
 
 def summarise(folder_name: str) -> dict[str, Any]:
@@ -101,6 +115,7 @@ def summarise(folder_name: str) -> dict[str, Any]:
             "oracle_em": round(mean(oracle[i] for i in ids), 3)
             if taken and all(i in oracle for i in ids)
             else None,
+            "run_check": dict(Counter(direct_check(r) for r in taken)),
         },
     }
 

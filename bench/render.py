@@ -576,12 +576,15 @@ def cost_floor() -> str:
         "hits are not counted (the runs start cold; the cache study below measures them). "
         "On the questions the "
         "direct path would take: EM of the run and of the `oracle` reader (the same model "
-        "handed the gold passages in one call). Issue 4's targets: at most 4.8 LLM calls "
+        "handed the gold passages in one call) and how the run's own direct-answer check "
+        "ended (`depth`: the DM's depth estimate said more than 2 hops; `direct`: DM_direct "
+        "was below its threshold). Issue 4's targets: at most 4.8 LLM calls "
         "and 390 words per question.",
         "",
         "| run | n | run calls | loop floor | direct floor | run words | loop floor | "
-        "direct floor | direct would take | run EM there | oracle EM there |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "direct floor | direct would take | run EM there | oracle EM there | the run's "
+        "direct-answer check there |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
     ]
     rows = r["rows"]
     for row in rows:
@@ -591,7 +594,9 @@ def cost_floor() -> str:
             f"{row['loop_floor']['llm_calls']} | {row['direct_floor']['llm_calls']} | "
             f"{row['run_cost']['words_fed']:.0f} | {row['loop_floor']['words_fed']:.0f} | "
             f"{row['direct_floor']['words_fed']:.0f} | {taken['n']} | {taken['run_em']} | "
-            f"{taken['oracle_em'] if taken['oracle_em'] is not None else '-'} |"
+            f"{taken['oracle_em'] if taken['oracle_em'] is not None else '-'} | "
+            + ", ".join(f"{k}: {v}" for k, v in sorted(taken["run_check"].items()))
+            + " |"
         )
 
     def mean_of(key: str, what: str) -> float:
@@ -601,7 +606,7 @@ def cost_floor() -> str:
         f"| mean of the runs | | {mean_of('run_cost', 'llm_calls'):.2f} | "
         f"{mean_of('loop_floor', 'llm_calls'):.2f} | {mean_of('direct_floor', 'llm_calls'):.2f} | "
         f"{mean_of('run_cost', 'words_fed'):.0f} | {mean_of('loop_floor', 'words_fed'):.0f} | "
-        f"{mean_of('direct_floor', 'words_fed'):.0f} | | | |"
+        f"{mean_of('direct_floor', 'words_fed'):.0f} | | | | |"
     )
     return "\n".join(lines) + "\n"
 
