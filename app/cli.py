@@ -377,12 +377,15 @@ def _run(
     a hint to resume: finished steps are kept."""
     from app.checkpoints import open_checkpointer
     from app.errors import ServiceError
-    from app.resources import Resources
-    from graph.systems import build_system
 
-    resources = Resources.open(settings, settings.index)
-    try:
-        with open_checkpointer(settings) as saver:
+    # The checkpointer first: a store that cannot be reached (or a damaged one) is
+    # reported before any model or graph loads.
+    with open_checkpointer(settings) as saver:
+        from app.resources import Resources
+        from graph.systems import build_system
+
+        resources = Resources.open(settings, settings.index)
+        try:
             graph = build_system(system, resources, checkpointer=saver)
             config = {
                 "configurable": {"thread_id": thread_id},
@@ -409,10 +412,9 @@ def _run(
                     f"{exc.message}; the run stopped, its finished steps are saved",
                     hint=f"fix the cause, then `hoprag resume {thread_id}` continues it",
                 ) from None
-            result = graph.get_state(config).values
-        return result, resources.gateway.meter.snapshot()
-    finally:
-        resources.close()
+            return graph.get_state(config).values, resources.gateway.meter.snapshot()
+        finally:
+            resources.close()
 
 
 def _print_answer(
