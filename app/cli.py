@@ -890,8 +890,8 @@ def dm_train(
 def dm_calibrate(
     data: DMDataOpt = Path("dm_data"),
 ) -> None:
-    """Refit the per-kind temperatures, the `direct` model and the whole-question
-    relevance model of the saved adapters (for adapters trained elsewhere, e.g. by
+    """Refit the per-kind temperatures, the `direct` and depth models and the
+    whole-question relevance model of the saved adapters (for adapters trained elsewhere, e.g. by
     `bench.dm_recipes` on a GPU)."""
     from app import dm_train as trainer
 

@@ -26,7 +26,9 @@ same    sub-question / sub-question              1 for two phrasings of one rela
                                                  the same subject with another relation or
                                                  the same relation of another subject
                                                  (near-miss-*, near-miss-*-llm)
-depth   question / ""                            1 when gold needs at most 2 hops (gold-hops)
+depth   question / ""                            1 when gold needs at most 2 hops (gold-hops;
+                                                 extra_train's HotpotQA questions, which
+                                                 have no corpus, give depth rows only)
 direct  question / its top-w passage ids         1 when all gold passages are among them
                                                  (gold-in-top-w); scored from `rel`
                                                  and the retrieval's signals (stored)
@@ -57,6 +59,7 @@ from app.traindata import (
 
 REWORDINGS_FILE = Path(__file__).parent / "data" / "dm_rewordings.json"
 SPLITS = ("train", "dev")  # the benchmark splits examples are built from
+EXTRA_HOTPOTQA_SOURCE = "extra_train/hotpotqa"
 CALIBRATION_SHARE = 0.15  # of training questions, held apart to fit the temperatures
 NEGATIVES_PER_QUERY = 3
 SAME_NEAR_MISSES = 2
@@ -456,7 +459,7 @@ def extra_musique_items(data_dir: Path) -> Iterator[tuple[Item, dict[int, str], 
             "extra_train/musique",
             q["question"],
             sorted(gold),
-            2 + (len(steps) > 2) * (len(steps) - 2),
+            len(q["question_decomposition"]),
             steps,
             [],
             _relations(q) if chain else [],
@@ -477,6 +480,28 @@ def extra_rel_examples(item: Item, texts: dict[int, str], gold: set[int]) -> Ite
 
 
 BENCHMARKS = ("musique", "2wikimultihopqa", "hotpotqa")
+EXTRA_HOTPOTQA = (
+    "hotpotqa_train_hipporag100.json",
+    "hotpotqa_train_ecm500_gold_evidence_only.json",
+)
+
+
+def extra_hotpotqa_depth_examples(data_dir: Path) -> Iterator[DMExample]:
+    """`extra_train/`'s 600 HotpotQA training questions: each needs its two supporting
+    paragraphs, so each is a 2-hop `depth` example. HotpotQA phrases two hops in one long
+    sentence, which a depth estimate trained on its 150 `train` questions alone calls
+    deep (docs/BENCHMARKS.md, "Decision model: the depth model")."""
+    seen: set[str] = set()
+    for name in EXTRA_HOTPOTQA:
+        path = data_dir / "extra_train" / name
+        if not path.is_file():
+            continue
+        for q in json.loads(path.read_text()):
+            if q["question"] in seen:
+                continue
+            seen.add(q["question"])
+            qid = str(q.get("_id") or hashlib.sha256(q["question"].encode()).hexdigest()[:24])
+            yield DMExample("depth", q["question"], "", 1, "gold-hops", EXTRA_HOTPOTQA_SOURCE, qid)
 
 
 def build(
@@ -530,6 +555,10 @@ def build(
     for item, texts, gold in extra:
         target = "calib" if is_calibration(item.id) else "train"
         sets[target] += [*extra_rel_examples(item, texts, gold), *suff_rows(item, answers)]
+    # Extra depth rows train the depth model only: the depth adapter's temperature is
+    # fitted on the benchmarks' own calibration questions, as before them.
+    sets["train"] += [depth_example(item) for item, _, _ in extra]
+    sets["train"] += extra_hotpotqa_depth_examples(data_dir)
     for name, examples in sets.items():
         write_jsonl(out_dir / f"{name}.jsonl", examples)
     counts = {name: count(examples) for name, examples in sets.items()}

@@ -96,6 +96,15 @@ QUESTION_REL_FEATURES = (  # what `question_rel_features` returns per passage, i
 # whole-question examples AUC 0.922, against 0.771 for the cross-encoder alone
 # (`hoprag dm eval`).
 QUESTION_REL_L2 = 5.0
+# The depth model: a logistic model over the question's embedding and the depth adapter's
+# logit. Extra HotpotQA questions (all 2-hop, `app.dm_data.extra_hotpotqa_depth_examples`)
+# count half, so that one benchmark's style does not outweigh the rest; deep questions
+# (a sixth of the rows) count twice. Chosen on dev from a small grid
+# (`python -m bench.depth_models`): AUC 0.94 -> 0.97, HotpotQA passing 72% -> 87%.
+DEPTH_EXTRA_WEIGHT = 0.5
+DEPTH_DEEP_WEIGHT = 2.0
+DEPTH_L2 = 1.0
+DEPTH_FEATURES = "question embedding (all-MiniLM-L6-v2), depth adapter logit"
 SEED = 13
 LOSS_WINDOW = 100  # batches per point of the loss curve training.json keeps
 
@@ -541,19 +550,64 @@ def direct_inputs(
     return [*direct_features(question, passages, rel, p_shallow, whole), *(retrieval or ())]
 
 
-def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1e-2) -> list[float]:
-    """Logistic regression (weights then bias) by Newton's method."""
+def fit_logistic(
+    x: np.ndarray, y: np.ndarray, l2: float = 1e-2, weights: np.ndarray | None = None
+) -> list[float]:
+    """Logistic regression (weights then bias) by Newton's method; `weights` per row."""
     design = np.hstack([x, np.ones((len(x), 1))])
+    rows = np.ones(len(x)) if weights is None else weights
     w = np.zeros(design.shape[1])
     for _ in range(100):
         p = 1 / (1 + np.exp(-(design @ w)))
-        grad = design.T @ (p - y) + l2 * w
-        hess = design.T @ (design * (p * (1 - p))[:, None]) + l2 * np.eye(len(w))
+        grad = design.T @ (rows * (p - y)) + l2 * w
+        hess = design.T @ (design * (rows * p * (1 - p))[:, None]) + l2 * np.eye(len(w))
         step = np.linalg.solve(hess, grad)
         w -= step
         if np.abs(step).max() < 1e-9:
             break
     return [float(v) for v in w]
+
+
+def depth_inputs(encoder: Any, embedder: Any, questions: Sequence[str]) -> np.ndarray:
+    """The depth model's features (`DEPTH_FEATURES`), one row per question."""
+    logits = encoder.logits([("depth", q, "") for q in questions])
+    return np.hstack([embedder.embed(list(questions)), np.asarray(logits)[:, None]])
+
+
+def depth_weights(examples: Sequence[DMExample]) -> np.ndarray:
+    """Row weights of the depth fit: `DEPTH_EXTRA_WEIGHT`, `DEPTH_DEEP_WEIGHT`."""
+    from app.dm_data import EXTRA_HOTPOTQA_SOURCE
+
+    return np.array(
+        [
+            (DEPTH_EXTRA_WEIGHT if e.source == EXTRA_HOTPOTQA_SOURCE else 1.0)
+            * (DEPTH_DEEP_WEIGHT if e.label == 0 else 1.0)
+            for e in examples
+        ]
+    )
+
+
+def fit_depth(encoder: Any, embedder: Any, examples: Sequence[DMExample]) -> dict[str, Any]:
+    """The depth model on the `depth` rows of `examples` (weights then bias); {} when they
+    hold only one label (the depth adapter then serves alone, calibrated)."""
+    rows = [e for e in examples if e.kind == "depth"]
+    if len({e.label for e in rows}) < 2:
+        return {}
+    x = depth_inputs(encoder, embedder, [e.text_a for e in rows])
+    labels = np.array([e.label for e in rows], dtype=float)
+    return {
+        "features": DEPTH_FEATURES,
+        "inputs": int(x.shape[1]),
+        "weights": fit_logistic(x, labels, DEPTH_L2, depth_weights(rows)),
+        "examples": len(rows),
+    }
+
+
+def depth_probabilities(model: dict[str, Any], features: np.ndarray) -> list[float]:
+    from tools.decision import sigmoid
+
+    *weights, bias = model["weights"]
+    return [sigmoid(float(x)) for x in features @ np.array(weights) + bias]
 
 
 def adapter_named(name: str) -> Adapter:
@@ -679,14 +733,15 @@ def calibrate(
     passages: Any = None,
     progress: bool = True,
 ) -> dict[str, Any]:
-    """Fit the per-kind temperatures on held-apart `calib` examples and the `direct`
-    logistic model on train + calib questions and the whole-question relevance model on
+    """Fit the per-kind temperatures on held-apart `calib` examples, the `direct` and depth
+    logistic models on train + calib questions and the whole-question relevance model on
     calib ones, for the adapters saved in `out_dir` as served (their fast runtimes,
     built into `runtime_dir`); `passages(benchmark, ids)` gives `direct` its texts.
     Writes `dm.json`, which records each adapter's training."""
     from tqdm import tqdm
 
     from app.dm_data import read_jsonl
+    from app.embeddings import Embedder
     from tools.decision import fit_platt
 
     started = time.monotonic()
@@ -706,6 +761,7 @@ def calibrate(
         platt[kind] = {"a": fitted.a, "b": fitted.b}
 
     question_rel = fit_question_rel(encoder, platt, calib_set, passages, progress)
+    depth = fit_depth(encoders["depth"], Embedder(runtime_dir), train_set + calib_set)
 
     def features(example: DMExample) -> list[float]:
         texts = passages(example.source, example.extra["passage_ids"])
@@ -727,6 +783,7 @@ def calibrate(
         "direct": fit_direct(x, labels),
         "direct_gathered": fit_direct(x, labels, DIRECT_FEATURES),
         "question_rel": question_rel,
+        "depth_model": depth,
         "runtime": RUNTIME_VERSION,
         "calibration_examples": len(calib_set),
         "calibration_seconds": round(time.monotonic() - started, 1),

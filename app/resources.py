@@ -41,7 +41,9 @@ class Resources:
             index.manifest["fingerprint"],
             embedder,
         )
-        trained = TrainedDM.load(DM_DIR, settings.runtime_dir) if settings.trained_dm else None
+        trained = (
+            TrainedDM.load(DM_DIR, settings.runtime_dir, embedder) if settings.trained_dm else None
+        )
         dm = DecisionModel(gateway, embedder, index=index, trained=trained)
         return cls(
             settings,

@@ -46,7 +46,7 @@ def replay(name: str, settings: Settings, embedder: Embedder) -> dict[str, Any]:
     manifest, records = load_run(find_run(name))
     index = CorpusIndex.open(settings, manifest["index"])
     retriever = Retriever(index, embedder)
-    trained = TrainedDM.load(DM_DIR, settings.runtime_dir)
+    trained = TrainedDM.load(DM_DIR, settings.runtime_dir, embedder)
     dm = DecisionModel(LLMGateway(settings), embedder, index=index, trained=trained)
     if trained is None or {dm.backend("depth"), dm.backend("direct")} != {"trained"}:
         raise SystemExit("depth and direct must be served by the trained DM to replay")

@@ -978,6 +978,47 @@ def direct_models() -> str:
     return "\n".join(lines) + "\n"
 
 
+def depth_models() -> str:
+    r = load_results("depth_models")
+    if not r:
+        return ""
+
+    def cell(value: float | None, digits: int = 2) -> str:
+        return "-" if value is None else f"{value:.{digits}f}"
+
+    lines = [
+        "## Decision model: the depth model",
+        "",
+        _header(r),
+        "The depth estimate (SPEC step 2: a direct answer only for questions of at most two "
+        "hops) is a logistic model over the question's embedding and the depth adapter's "
+        f"logit (`app.dm_train.fit_depth`), fitted on the {r['fit_examples']} `depth` rows "
+        f"of `train` and `calib`, {r['extra_examples']} of them `extra_train`'s HotpotQA "
+        "questions (all 2-hop), with ridge "
+        f"{r['ridge']}; `extra` and `deep` are the weights of those questions and of deep "
+        "ones, chosen on dev from this grid. `shallow passing`: the share of questions of "
+        "at most two hops whose estimate reaches "
+        f"`tau_shallow` = {r['threshold']} (the direct answer can take them); `deep passing`: "
+        "the share of deeper ones that do (it may take them wrongly). HotpotQA has only "
+        "2-hop questions, so it has no AUC. The adapter alone served depth before.",
+        "",
+        "| model | group | n | deep | AUC | ECE | shallow passing | deep passing |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    lines += _nested_rows(
+        r["results"],
+        lambda m: [
+            str(m["n"]),
+            str(m["deep"]),
+            cell(m["auc"], 3),
+            cell(m["ece"], 3),
+            cell(m["shallow_passing"]),
+            cell(m["deep_passing"]),
+        ],
+    )
+    return "\n".join(lines) + "\n"
+
+
 def same_calibration() -> str:
     """DM_same per split and kind of pair: the shared adapter's shortcut, and its fix."""
     r = load_results("same_calibration")
@@ -1161,6 +1202,7 @@ def main() -> None:
         dm_train(),
         dm_eval(),
         direct_models(),
+        depth_models(),
         same_calibration(),
         suff_models(),
         dm_in_graph(),

@@ -15,7 +15,7 @@ import pytest
 from app import dm_eval, dm_train
 from app.dm_data import DMExample, write_jsonl
 from app.errors import UserError
-from tools.decision import DecisionModel, TrainedDM
+from tools.decision import DecisionModel, Platt, TrainedDM
 
 PASSAGES = {
     1: "Raise Your Voice: Raise Your Voice is a 2004 film directed by Sean McNamara.",
@@ -109,6 +109,9 @@ def test_train_save_load_and_score(trained: tuple[Path, dict]) -> None:
     assert len(meta["question_rel"]["weights"]) == m + m * (m + 1) // 2 + 1
     saved = json.loads((out / "dm.json").read_text())
     assert saved["platt"] == meta["platt"]
+    # The depth model reads the question's embedding (384 numbers) and the adapter's logit.
+    assert meta["depth_model"]["inputs"] == 385 and len(meta["depth_model"]["weights"]) == 386
+    assert meta["depth_model"]["examples"] == 2 * sum(e.kind == "depth" for e in _examples())
     for adapter in dm_train.ADAPTERS:  # each trained on its own kinds, small enough to commit
         folder = out / adapter.folder
         assert meta["adapters"][adapter.name]["kinds"] == list(adapter.kinds)
@@ -176,6 +179,43 @@ def test_the_decision_model_uses_the_trained_backend_where_listed(
     assert 0.0 <= dm.p_same("Who directed X?", "Who is the director of X?") <= 1.0
     for retrieval in ([0.032, 0.002, 9.5], None):  # the top w, and text gathered otherwise
         assert 0.0 <= dm.p_direct("Who directed Raise Your Voice?", passages, retrieval) <= 1.0
+
+
+def test_the_depth_decision_is_the_depth_models(
+    trained: tuple[Path, dict], runtime_dir: Path, tmp_path: Path
+) -> None:
+    """Depth is served by the fitted model over embedding and logit; a DM calibrated
+    without one (an older dm.json) serves the adapter's calibrated logit alone."""
+    questions = ["Who directed Raise Your Voice?", "When did the capital of X's birthplace fall?"]
+    dm = TrainedDM.load(trained[0], runtime_dir)
+    assert dm is not None
+    served = dm.p("depth", [(q, "") for q in questions])
+    assert served == dm.p_shallow(questions)
+    features = dm_train.depth_inputs(dm.encoders["depth"], dm.embedder, questions)
+    *weights, bias = trained[1]["depth_model"]["weights"]
+    expected = 1 / (1 + np.exp(-(features @ np.array(weights) + bias)))
+    assert np.allclose(served, expected)
+    older = TrainedDM.load(_copy_with_meta(trained[0], tmp_path, depth_model={}), runtime_dir)
+    logits = dm.encoders["depth"].logits([("depth", q, "") for q in questions])
+    platt = Platt(**trained[1]["platt"]["depth"])
+    assert older.p("depth", [(q, "") for q in questions]) == [platt(float(x)) for x in logits]  # type: ignore[union-attr]
+
+
+def test_depth_rows_weigh_extra_hotpotqa_and_deep_questions() -> None:
+    rows = [
+        DMExample("depth", "q1", "", 1, "gold-hops", "musique", "a"),
+        DMExample("depth", "q2", "", 0, "gold-hops", "musique", "b"),
+        DMExample("depth", "q3", "", 1, "gold-hops", "extra_train/hotpotqa", "c"),
+    ]
+    weights = dm_train.depth_weights(rows).tolist()
+    assert weights == [1.0, dm_train.DEPTH_DEEP_WEIGHT, dm_train.DEPTH_EXTRA_WEIGHT]
+    assert dm_train.fit_depth(None, None, rows[:1]) == {}  # one label: nothing to fit
+    # A row of weight 2 counts as that row twice.
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(size=(40, 3)), (rng.random(40) > 0.5).astype(float)
+    weighted = dm_train.fit_logistic(x, y, 1.0, np.where(np.arange(40) < 5, 2.0, 1.0))
+    doubled = dm_train.fit_logistic(np.vstack([x, x[:5]]), np.concatenate([y, y[:5]]), 1.0)
+    assert np.allclose(weighted, doubled)
 
 
 def test_a_damaged_adapter_falls_back_with_a_warning_naming_it(

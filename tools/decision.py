@@ -163,7 +163,7 @@ class TrainedDM:
     """The fine-tuned cross-encoders (one adapter for the passage kinds, one for `same`):
     loaded once, each scores a batch in one forward pass."""
 
-    def __init__(self, folder: Path, runtime_dir: Path) -> None:
+    def __init__(self, folder: Path, runtime_dir: Path, embedder: Embedder | None = None) -> None:
         from app.dm_train import (
             DIRECT_FEATURES,
             DIRECT_RETRIEVED_FEATURES,
@@ -173,6 +173,8 @@ class TrainedDM:
         )
 
         self.folder = folder
+        self.runtime_dir = runtime_dir
+        self.embedder = embedder  # the depth model reads the question's embedding
         self.meta = json.loads((folder / "dm.json").read_text())
         self.encoders = load_runtimes(folder, runtime_dir)
         self.use_for = set(self.meta.get("use_for", []))
@@ -191,13 +193,16 @@ class TrainedDM:
             self.use_for.discard("direct")
 
     @classmethod
-    def load(cls, folder: Path, runtime_dir: Path) -> TrainedDM | None:
+    def load(
+        cls, folder: Path, runtime_dir: Path, embedder: Embedder | None = None
+    ) -> TrainedDM | None:
         """None when no DM was trained; a warning naming the file when it is damaged.
-        The fast runtime is built into `runtime_dir` on first use."""
+        The fast runtime is built into `runtime_dir` on first use; without `embedder`,
+        the depth model loads its own when first asked."""
         if not (folder / "dm.json").is_file():
             return None
         try:
-            return cls(folder, runtime_dir)
+            return cls(folder, runtime_dir, embedder)
         except Exception as exc:  # a damaged adapter must not stop the graph
             warnings.warn(
                 f"trained DM in {folder} cannot be loaded ({type(exc).__name__}: {exc}); "
@@ -207,9 +212,21 @@ class TrainedDM:
             return None
 
     def p(self, kind: str, pairs: Sequence[tuple[str, str]]) -> list[float]:
+        if kind == "depth" and self.meta.get("depth_model"):
+            return self.p_shallow([a for a, _ in pairs])
         logits = self.encoders[kind].logits([(kind, a, b) for a, b in pairs])
         platt = Platt(**self.meta["platt"][kind])
         return [platt(float(x)) for x in logits]
+
+    def p_shallow(self, questions: Sequence[str]) -> list[float]:
+        """p(at most two hops) from the depth model (`app.dm_train.fit_depth`), which
+        reads the question's embedding beside the adapter's logit."""
+        from app.dm_train import depth_inputs, depth_probabilities
+
+        if self.embedder is None:
+            self.embedder = Embedder(self.runtime_dir)
+        features = depth_inputs(self.encoders["depth"], self.embedder, questions)
+        return depth_probabilities(self.meta["depth_model"], features)
 
     def p_question_rel(self, question: str, passages: Sequence[str]) -> list[float]:
         """Relevance to the whole question of each passage, judged with the batch's title
