@@ -26,9 +26,10 @@ same    sub-question / sub-question              1 for two phrasings of one rela
                                                  the same subject with another relation or
                                                  the same relation of another subject
                                                  (near-miss-*, near-miss-*-llm)
-depth   question / ""                            1 when gold needs at most 2 hops (gold-hops;
-                                                 extra_train's HotpotQA questions, which
-                                                 have no corpus, give depth rows only)
+depth   question / ""                            1 when gold needs at most 2 hops (gold-hops);
+                                                 extra_train's questions (its HotpotQA
+                                                 ones give depth rows only) go to train
+                                                 alone, for the depth model
 direct  question / its top-w passage ids         1 when all gold passages are among them
                                                  (gold-in-top-w); scored from `rel`
                                                  and the retrieval's signals (stored)

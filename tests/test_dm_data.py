@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -12,6 +14,8 @@ from app.dm_data import (
     count,
     depth_example,
     direct_example,
+    extra_hotpotqa_depth_examples,
+    extra_musique_items,
     extra_rel_examples,
     is_calibration,
     load_rewordings,
@@ -196,6 +200,32 @@ def test_depth_and_counts() -> None:
     assert depth_example(deep).label == 0
     rows = [depth_example(CHAIN), depth_example(deep), DMExample("rel", "a", "b", 1, "x", "y")]
     assert count(rows) == {"depth": {"label=0": 1, "label=1": 1}, "rel": {"label=1": 1}}
+
+
+def test_extra_train_questions_give_depth_rows_with_their_hops(tmp_path: Path) -> None:
+    extra = tmp_path / "extra_train"
+    extra.mkdir()
+    hotpot = {"question": "Which band formed first, Lit or Adorable?", "answer": "Lit"}
+    (extra / "hotpotqa_train_hipporag100.json").write_text(json.dumps([{**hotpot, "_id": "h1"}]))
+    (extra / "hotpotqa_train_ecm500_gold_evidence_only.json").write_text(
+        json.dumps([hotpot, {"question": "Who wrote the novel a film was based on?"}])
+    )
+    rows = list(extra_hotpotqa_depth_examples(tmp_path))
+    assert (rows[0].text_a, rows[0].label, rows[0].question_id) == (hotpot["question"], 1, "h1")
+    assert len(rows) == 2  # the question both files hold counts once
+    assert {r.source for r in rows} == {"extra_train/hotpotqa"} and rows[1].question_id
+    step = {"question": "Who directed X?", "answer": "Y", "paragraph_support_idx": 0}
+    musique = {
+        "id": "3hop1__1",
+        "question": "When was the director of X's birthplace founded?",
+        "paragraphs": [{"title": "X", "paragraph_text": "X is a film.", "is_supporting": True}],
+        "question_decomposition": [step, {**step, "question": "#1 >> place of birth"}, step],
+        "answer": "1850",
+    }
+    (extra / "musique_train_hipporag100.json").write_text(json.dumps([musique]))
+    [(item, _, _)] = extra_musique_items(tmp_path)
+    assert item.hops == 3 and depth_example(item).label == 0
+    assert list(extra_hotpotqa_depth_examples(tmp_path / "nowhere")) == []
 
 
 class _TopW:
