@@ -1000,7 +1000,8 @@ def depth_models() -> str:
         "at most two hops whose estimate reaches "
         f"`tau_shallow` = {r['threshold']} (the direct answer can take them); `deep passing`: "
         "the share of deeper ones that do (it may take them wrongly). HotpotQA has only "
-        "2-hop questions, so it has no AUC. The adapter alone served depth before.",
+        "2-hop questions, so it has no AUC. The adapter alone served depth before; the "
+        '`depth` rows of "trained versus zero-shot on dev" above score it, not the model.',
         "",
         "| model | group | n | deep | AUC | ECE | shallow passing | deep passing |",
         "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
