@@ -71,14 +71,14 @@ RETRIEVAL_SIGNALS = (  # what `Retriever.retrieval_signals` returns, in order
     "best BM25 score",
 )
 # DM_direct on the question's top w reads how surely retrieval found them too (query
-# performance prediction): on dev AUC 0.907 against 0.883 without, MuSiQue 0.697
-# against 0.636 (`python -m bench.direct_models`). Text gathered without a retrieval of
+# performance prediction): on dev AUC 0.905 against 0.881 without, MuSiQue 0.688
+# against 0.626 (`python -m bench.direct_models`). Text gathered without a retrieval of
 # its own (the sentence-graph expansion) is judged on DIRECT_FEATURES alone.
 DIRECT_RETRIEVED_FEATURES = (*DIRECT_FEATURES, *RETRIEVAL_SIGNALS)
 # Ridge of the direct model, over the standardised features, their squares and pairwise
 # products: "all gold passages are here" needs two things at once (a shallow question
-# and its second passage reached), which a linear model cannot say (dev AUC 0.876 linear,
-# 0.907 quadratic: `python -m bench.direct_models`).
+# and its second passage reached), which a linear model cannot say (dev AUC 0.875 linear,
+# 0.905 quadratic: `python -m bench.direct_models`).
 DIRECT_L2 = 2.0
 DIRECT_PASSING = 0.5  # tau_rel: a passage counts as relevant to the whole question
 DESIGN = "quadratic"  # how `quadratic_design` expands the features; dm.json records it

@@ -72,19 +72,26 @@ def features(
     return np.array(x), [e.label for e in rows], [e.source for e in rows]
 
 
-def scores(p: list[float], y: list[int], sources: list[str]) -> dict[str, dict[str, float]]:
+def scores(
+    p: list[float], y: list[int], sources: list[str], threshold: float
+) -> dict[str, dict[str, float]]:
+    """AUC and ECE per group, and what the direct answer would take at `threshold`: the
+    share of questions it takes and the share of those whose top w holds all gold."""
     groups = {"all": list(range(len(y)))}
     for s in sorted(set(sources)):
         groups[s] = [i for i, t in enumerate(sources) if t == s]
-    return {
-        name: {
+    out = {}
+    for name, ix in groups.items():
+        taken = [i for i in ix if p[i] >= threshold]
+        out[name] = {
             "n": len(ix),
             "positives": sum(y[i] for i in ix),
             "auc": round(auc([p[i] for i in ix], [y[i] for i in ix]) or 0.0, 3),
             "ece": round(ece([p[i] for i in ix], [y[i] for i in ix]), 3),
+            "taken": round(len(taken) / len(ix), 3),
+            "precision": round(sum(y[i] for i in taken) / len(taken), 3) if taken else None,
         }
-        for name, ix in groups.items()
-    }
+    return out
 
 
 def main() -> None:
@@ -92,6 +99,7 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=Path("dm_data"))
     args = parser.parse_args()
     settings = Settings()
+    tau = settings.tau_direct
     meta = json.loads((DM_DIR / "dm.json").read_text())
     platt, question_rel = meta["platt"], meta.get("question_rel", {})
     encoder = load_runtime(DM_DIR, settings.runtime_dir)
@@ -114,14 +122,14 @@ def main() -> None:
     without = fit_quadratic(x_fit[:, per_passage], y_fit, names, DIRECT_L2)
     without_whole = quadratic_probabilities(without, x_dev[:, per_passage])
     results = {
-        f"linear (ridge {LINEAR_L2})": scores(linear, y_dev, sources),
+        f"linear (ridge {LINEAR_L2})": scores(linear, y_dev, sources, tau),
         f"quadratic (ridge {DIRECT_L2}), per-passage relevance only, no retrieval signals": (
-            scores(without_whole, y_dev, sources)
+            scores(without_whole, y_dev, sources, tau)
         ),
         f"quadratic (ridge {DIRECT_L2}), no retrieval signals (direct_gathered)": scores(
-            without_signals, y_dev, sources
+            without_signals, y_dev, sources, tau
         ),
-        f"quadratic (ridge {DIRECT_L2}, shipped)": scores(quadratic, y_dev, sources),
+        f"quadratic (ridge {DIRECT_L2}, shipped)": scores(quadratic, y_dev, sources, tau),
     }
     for name, r in results.items():
         print(name, r, flush=True)
@@ -130,6 +138,7 @@ def main() -> None:
         {
             "command": f"python -m bench.direct_models --data {args.data}",
             "fit_examples": len(y_fit),
+            "threshold": tau,
             "results": results,
         },
     )

@@ -397,6 +397,11 @@ def rewrite_recall() -> str:
     return "\n".join(lines) + "\n"
 
 
+def _share(value: float | None) -> str:
+    """A table cell of a share that may be missing."""
+    return "-" if value is None else f"{value:.2f}"
+
+
 def _nested_rows(
     results: dict[str, dict[str, dict[str, Any]]], cells: Callable[[dict[str, Any]], list[str]]
 ) -> list[str]:
@@ -966,14 +971,25 @@ def direct_models() -> str:
         "walk gathered (`direct_gathered`, and the shipped `direct` before them); "
         "`per-passage relevance only` drops the whole-question relevances too (as shipped "
         "before them). Per benchmark too: the overall AUC also rewards telling the "
-        "benchmarks apart.",
+        "benchmarks apart. Every model, the shipped one too, is refitted on the examples "
+        "`hoprag dm data` wrote for this run. `taken`: the share of questions whose "
+        "probability reaches "
+        f"`tau_direct` = {r.get('threshold', 0.7)} (the direct answer takes them); "
+        "`precision`: the share of those whose top w holds every gold passage.",
         "",
-        "| model | group | n | positives | AUC | ECE |",
-        "| --- | --- | ---: | ---: | ---: | ---: |",
+        "| model | group | n | positives | AUC | ECE | taken | precision |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     lines += _nested_rows(
         r["results"],
-        lambda m: [str(m["n"]), str(m["positives"]), f"{m['auc']:.3f}", f"{m['ece']:.3f}"],
+        lambda m: [
+            str(m["n"]),
+            str(m["positives"]),
+            f"{m['auc']:.3f}",
+            f"{m['ece']:.3f}",
+            _share(m.get("taken")),
+            _share(m.get("precision")),
+        ],
     )
     return "\n".join(lines) + "\n"
 
@@ -982,9 +998,6 @@ def depth_models() -> str:
     r = load_results("depth_models")
     if not r:
         return ""
-
-    def cell(value: float | None, digits: int = 2) -> str:
-        return "-" if value is None else f"{value:.{digits}f}"
 
     lines = [
         "## Decision model: the depth model",
@@ -1011,10 +1024,10 @@ def depth_models() -> str:
         lambda m: [
             str(m["n"]),
             str(m["deep"]),
-            cell(m["auc"], 3),
-            cell(m["ece"], 3),
-            cell(m["shallow_passing"]),
-            cell(m["deep_passing"]),
+            _cell(m["auc"]),
+            _cell(m["ece"]),
+            _share(m["shallow_passing"]),
+            _share(m["deep_passing"]),
         ],
     )
     return "\n".join(lines) + "\n"
