@@ -23,6 +23,14 @@ RESULTS = ROOT / "bench" / "results"
 BENCHMARKS = ("musique", "2wikimultihopqa", "hotpotqa")
 
 
+def by_benchmark(sources: list[str]) -> dict[str, list[int]]:
+    """Row positions of every row ("all") and of each benchmark's, for per-benchmark scores."""
+    groups = {"all": list(range(len(sources)))}
+    for source in sorted(set(sources)):
+        groups[source] = [i for i, s in enumerate(sources) if s == source]
+    return groups
+
+
 def machine(gpu: str | None = None) -> str:
     """The machine in words; `gpu` names the accelerator a script ran on, if any."""
     mem_gib = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30

@@ -34,7 +34,7 @@ from app.dm_train import (
 )
 from app.embeddings import Embedder
 from app.settings import Settings
-from bench.common import save
+from bench.common import by_benchmark, save
 from tools.decision import Platt
 
 EXTRA_WEIGHTS = (0.0, DEPTH_EXTRA_WEIGHT, 1.0)
@@ -42,11 +42,8 @@ DEEP_WEIGHTS = (1.0, DEPTH_DEEP_WEIGHT)
 
 
 def scores(p: list[float], rows: list[Any], threshold: float) -> dict[str, dict[str, Any]]:
-    groups: dict[str, list[int]] = {"all": list(range(len(rows)))}
-    for source in sorted({r.source for r in rows}):
-        groups[source] = [i for i, r in enumerate(rows) if r.source == source]
     out = {}
-    for name, ix in groups.items():
+    for name, ix in by_benchmark([r.source for r in rows]).items():
         ps, ys = [p[i] for i in ix], [rows[i].label for i in ix]
         shallow = [q for q, y in zip(ps, ys, strict=True) if y == 1]
         deep = [q for q, y in zip(ps, ys, strict=True) if y == 0]

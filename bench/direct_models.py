@@ -43,7 +43,7 @@ from app.dm_train import (
     retrieval_signals_of,
 )
 from app.settings import Settings
-from bench.common import save
+from bench.common import by_benchmark, save
 from tools.decision import sigmoid
 
 LINEAR_L2 = 1.0
@@ -77,11 +77,8 @@ def scores(
 ) -> dict[str, dict[str, float]]:
     """AUC and ECE per group, and what the direct answer would take at `threshold`: the
     share of questions it takes and the share of those whose top w holds all gold."""
-    groups = {"all": list(range(len(y)))}
-    for s in sorted(set(sources)):
-        groups[s] = [i for i, t in enumerate(sources) if t == s]
     out = {}
-    for name, ix in groups.items():
+    for name, ix in by_benchmark(sources).items():
         taken = [i for i in ix if p[i] >= threshold]
         out[name] = {
             "n": len(ix),
