@@ -616,6 +616,41 @@ def cost_floor() -> str:
     return "\n".join(lines) + "\n"
 
 
+def direct_threshold() -> str:
+    """The direct-answer check's threshold, replayed by mixing two runs per question."""
+    r = load_results("direct_threshold")
+    if not r:
+        return ""
+    results = r["results"]
+    disagree = ", ".join(f"{b} {m['disagree']}" for b, m in results.items())
+    lines = [
+        "## DeFT: where the direct-answer threshold could sit",
+        "",
+        _header(r),
+        "Each benchmark's `deft` run mixed per question with its `deft-alldirect` twin, "
+        "which answers directly every question the QA table's rules do not decide (both "
+        "thresholds of the check at 0; `bench/direct_threshold.py` says why the mix is "
+        "what that gate would give): a gate `t = x` sends direct the questions whose depth "
+        "estimate reaches `tau_shallow` and whose DM_direct reaches x; `gold in top w` "
+        "takes exactly those whose top w holds every gold passage; `every question` all. "
+        f"`t = {next(iter(results.values()))['tau_direct']}` is the shipped gate; the "
+        f"questions where it disagrees with the `deft` run's own check: {disagree}. "
+        "`EM of taken`: on the questions the gate takes, answered directly / as the "
+        "`deft` run answered them.",
+        "",
+        "| benchmark | gate | taken | EM | judged | LLM calls | words | EM of taken |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |",
+    ]
+    for bench, m in results.items():
+        for gate, g in m["gates"].items():
+            lines.append(
+                f"| {bench} | {gate} | {g['taken']} | {g['em']:.3f} | {g['judged']:.3f} | "
+                f"{g['llm_calls']} | {g['words_fed']} | "
+                f"{_cell(g['taken_em_direct'])} / {_cell(g['taken_em_shipped'])} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
 def deft_errors() -> str:
     r = load_results("deft_errors")
     if not r:
@@ -1231,6 +1266,7 @@ def main() -> None:
         evaluations(),
         deft_costs(),
         cost_floor(),
+        direct_threshold(),
         deft_errors(),
         qa_cache_study(),
         serveload_results(),

@@ -5,13 +5,14 @@
         [--benchmarks musique ...]
 
 `deft-noexpand`, `deft-none2`, `deft-direct`, `deft-zeroshot`, `deft-nocache`,
-`deft-plan` and `chainrag-context` are DeFT's sub-question loop alone (no sentence-graph
-expansion, no direct answer), the same reading only the top 2 passages where none passes
-the relevance filter (`HOPRAG_NONE_KEPT=2`), the same answering shallow questions
-directly when DM_direct says their passages suffice (`HOPRAG_DIRECT_ANSWER=on`), DeFT
-without the trained DM, without
-the QA cache, with its sub-questions planned first (`HOPRAG_SUB_QUESTIONS=plan`), and
-ChainRAG with CxtInt;
+`deft-plan`, `deft-alldirect` and `chainrag-context` are DeFT's sub-question loop alone
+(no sentence-graph expansion, no direct answer), the same reading only the top 2
+passages where none passes the relevance filter (`HOPRAG_NONE_KEPT=2`), the same
+answering shallow questions directly when DM_direct says their passages suffice
+(`HOPRAG_DIRECT_ANSWER=on`), DeFT without the trained DM, without the QA cache, with its
+sub-questions planned first (`HOPRAG_SUB_QUESTIONS=plan`), DeFT answering directly every
+question its QA table's rules do not decide (both thresholds of the direct-answer check
+at 0; `bench.direct_threshold`), and ChainRAG with CxtInt;
 the graph is built first where an index lacks it. `--tag T` names the folders
 BENCHMARK-SYSTEM-T: such runs stay out of the main tables (bench/cache_study.py reads the
 QA-cache pair).
@@ -46,6 +47,9 @@ VARIANTS = {
     "deft-zeroshot": ("deft", {"HOPRAG_TRAINED_DM": "off"}),
     "deft-nocache": ("deft", {"HOPRAG_QA_CACHE": "off"}),
     "deft-plan": ("deft", {"HOPRAG_SUB_QUESTIONS": "plan"}),
+    # every question the QA table's rules do not decide answered directly, its depth and
+    # direct probabilities still traced: what bench.direct_threshold mixes with `deft`
+    "deft-alldirect": ("deft", {"HOPRAG_TAU_SHALLOW": "0", "HOPRAG_TAU_DIRECT": "0"}),
     "chainrag-context": ("chainrag", {"HOPRAG_CHAIN_INTEGRATION": "context"}),
 }
 
