@@ -12,6 +12,7 @@ import json
 import re
 from collections.abc import Callable
 from itertools import takewhile
+from statistics import mean
 from typing import Any
 
 from app.evaluation import SUMMARY_COLUMNS, load_run, summarise
@@ -648,6 +649,14 @@ def direct_threshold() -> str:
                 f"{g['llm_calls']} | {g['words_fed']} | "
                 f"{_cell(g['taken_em_direct'])} / {_cell(g['taken_em_shipped'])} |"
             )
+    for gate in next(iter(results.values()))["gates"]:
+        rows = [m["gates"][gate] for m in results.values()]
+        lines.append(
+            f"| mean of the benchmarks | {gate} | | {mean(g['em'] for g in rows):.3f} | "
+            f"{mean(g['judged'] for g in rows):.3f} | "
+            f"{mean(g['llm_calls'] for g in rows):.2f} | "
+            f"{mean(g['words_fed'] for g in rows):.1f} | |"
+        )
     return "\n".join(lines) + "\n"
 
 
