@@ -537,7 +537,8 @@ def direct_inputs(
     retrieval: Sequence[float] | None = None,
 ) -> list[float]:
     """`direct_features` from the cross-encoder, as fitted and as served: relevance of
-    every passage and the depth estimate in one forward pass (the int8 runtime's scores
+    every passage and the depth adapter's estimate (not `fit_depth`'s model, which came
+    after DM_direct was fitted) in one forward pass (the int8 runtime's scores
     shift slightly with the batch, so fitting and serving must batch alike), and the
     whole-question relevance from `question_rel` (per-passage relevance without one);
     then the `RETRIEVAL_SIGNALS` of the retrieval that found the passages, if any."""
