@@ -575,14 +575,19 @@ def depth_inputs(encoder: Any, embedder: Any, questions: Sequence[str]) -> np.nd
     return np.hstack([embedder.embed(list(questions)), np.asarray(logits)[:, None]])
 
 
-def depth_weights(examples: Sequence[DMExample]) -> np.ndarray:
-    """Row weights of the depth fit: `DEPTH_EXTRA_WEIGHT`, `DEPTH_DEEP_WEIGHT`."""
+def depth_weights(
+    examples: Sequence[DMExample],
+    extra_weight: float = DEPTH_EXTRA_WEIGHT,
+    deep_weight: float = DEPTH_DEEP_WEIGHT,
+) -> np.ndarray:
+    """Row weights of the depth fit: `extra_weight` for extra_train's HotpotQA questions,
+    `deep_weight` for deep ones (`bench.depth_models` tries others)."""
     from app.dm_data import EXTRA_HOTPOTQA_SOURCE
 
     return np.array(
         [
-            (DEPTH_EXTRA_WEIGHT if e.source == EXTRA_HOTPOTQA_SOURCE else 1.0)
-            * (DEPTH_DEEP_WEIGHT if e.label == 0 else 1.0)
+            (extra_weight if e.source == EXTRA_HOTPOTQA_SOURCE else 1.0)
+            * (deep_weight if e.label == 0 else 1.0)
             for e in examples
         ]
     )

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from app.dm_data import read_jsonl
+from app.dm_data import EXTRA_HOTPOTQA_SOURCE, read_jsonl
 from app.dm_eval import auc, ece
 from app.dm_train import (
     DEPTH_DEEP_WEIGHT,
@@ -29,6 +29,7 @@ from app.dm_train import (
     DM_DIR,
     depth_inputs,
     depth_probabilities,
+    depth_weights,
     fit_logistic,
     load_runtimes,
 )
@@ -78,14 +79,13 @@ def main() -> None:
     x_fit = depth_inputs(encoder, embedder, [e.text_a for e in fit])
     x_dev = depth_inputs(encoder, embedder, [e.text_a for e in dev])
     y_fit = np.array([e.label for e in fit], dtype=float)
-    extra = np.array([e.source.startswith("extra_train/hotpotqa") for e in fit])
     threshold = settings.tau_shallow
 
     adapter = Platt(**meta["platt"]["depth"])
     results = {"depth adapter (Platt)": scores([adapter(x) for x in x_dev[:, -1]], dev, threshold)}
     for extra_weight in EXTRA_WEIGHTS:
         for deep_weight in DEEP_WEIGHTS:
-            weights = np.where(extra, extra_weight, 1.0) * np.where(y_fit == 0, deep_weight, 1.0)
+            weights = depth_weights(fit, extra_weight, deep_weight)
             model = {"weights": fit_logistic(x_fit, y_fit, DEPTH_L2, weights)}
             shipped = (extra_weight, deep_weight) == (DEPTH_EXTRA_WEIGHT, DEPTH_DEEP_WEIGHT)
             name = f"depth model, extra {extra_weight}, deep {deep_weight}"
@@ -97,7 +97,7 @@ def main() -> None:
         {
             "command": f"python -m bench.depth_models --data {args.data}",
             "fit_examples": len(fit),
-            "extra_examples": int(extra.sum()),
+            "extra_examples": sum(e.source == EXTRA_HOTPOTQA_SOURCE for e in fit),
             "threshold": threshold,
             "ridge": DEPTH_L2,
             "results": results,
