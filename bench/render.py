@@ -893,13 +893,16 @@ def _scratch_dm_eval() -> list[str]:
     scratch = load_results("dm_train_eval")
     if not scratch or not DM_EVAL_REPORT.is_file():
         return []
-    shipped = json.loads(DM_EVAL_REPORT.read_text())
+    # The shipped DM as scored beside it, on the same dm_data (a later `hoprag dm eval`
+    # may score another DM, or rebuilt examples).
+    shipped = scratch.get("shipped") or json.loads(DM_EVAL_REPORT.read_text())
     lines = [
         "",
         f"Measured {scratch['date']} on {machine()} with `.venv/bin/{scratch['command']}`. "
-        "The DM this run trained, on the dev examples `hoprag dm eval` scores the shipped DM "
-        "on (the same seeded sample; the shipped `main` adapter was trained on a GPU, when "
-        "it judged `same` too):",
+        "The DM this run trained, on the dev examples `hoprag dm eval` scored the shipped DM "
+        f"on at {shipped.get('date', scratch['date'])} (the same seeded sample; the shipped "
+        "`main` adapter was trained on a GPU, when it judged `same` too; `depth` was then "
+        "the adapter alone in both):",
         "",
         "| kind | n | shipped AUC | shipped ECE | from scratch AUC | from scratch ECE |",
         "| --- | ---: | ---: | ---: | ---: | ---: |",
@@ -1058,7 +1061,7 @@ def depth_models() -> str:
         f"`tau_shallow` = {r['threshold']} (the direct answer can take them); `deep passing`: "
         "the share of deeper ones that do (it may take them wrongly). HotpotQA has only "
         "2-hop questions, so it has no AUC. The adapter alone served depth before; the "
-        '`depth` rows of "trained versus zero-shot on dev" above score it, not the model.',
+        '`depth` rows of "trained versus zero-shot on dev" above score the model, as served.',
         "",
         "| model | group | n | deep | AUC | ECE | shallow passing | deep passing |",
         "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
