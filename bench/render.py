@@ -901,8 +901,8 @@ def _scratch_dm_eval() -> list[str]:
         f"Measured {scratch['date']} on {machine()} with `.venv/bin/{scratch['command']}`. "
         "The DM this run trained, on the dev examples `hoprag dm eval` scored the shipped DM "
         f"on at {shipped.get('date', scratch['date'])} (the same seeded sample; the shipped "
-        "`main` adapter was trained on a GPU, when it judged `same` too; `depth` was then "
-        "the adapter alone in both):",
+        "`main` adapter was trained on a GPU, when it judged `same` too):",
+        *([scratch["notes"]] if scratch.get("notes") else []),
         "",
         "| kind | n | shipped AUC | shipped ECE | from scratch AUC | from scratch ECE |",
         "| --- | ---: | ---: | ---: | ---: | ---: |",
