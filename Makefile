@@ -19,15 +19,17 @@ $(PY):
 	$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "hoprag needs Python 3.11"'
 	$(PYTHON) -m venv $(VENV)
 
-# torch first and pinned, so that nothing pulls a multi-GB CUDA build; llama-cpp-python
-# compiles from source (about 5 minutes on 2 cores; pip caches the wheel afterwards).
+# torch first and pinned, so that nothing pulls a multi-GB CUDA build.
 $(STAMP): pyproject.toml | $(PY)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q torch==2.13.0
 	$(PY) -m pip install -q -e ".[dev]"
 	touch $(STAMP)
 
+# `llm build` compiles llama.cpp's llama-server from the pinned llama-cpp-python sdist
+# (about 10 minutes on 2 cores, once; later runs find it built).
 setup: $(STAMP)
+	$(HOPRAG) llm build
 	$(HOPRAG) models fetch
 	$(HOPRAG) index $(SAMPLE) --name sample --quiet
 

@@ -16,6 +16,7 @@ import typer
 from typer.core import TyperGroup
 
 from app.errors import UserError
+from app.metrics import prompt_reuse
 from app.settings import LLM_SERVE_PORT, TRACE_DECISION_BATCH, Settings
 
 HELP = """hoprag answers questions whose answer needs facts from several passages.
@@ -100,6 +101,22 @@ def models_verify(model: ModelOpt = None) -> None:
 
     settings = _settings(model=model)
     typer.echo(f"{settings.model}: sha256 ok, {verify(settings)}")
+
+
+@llm_app.command("build")
+def llm_build(
+    force: Annotated[bool, typer.Option("--force", help="Rebuild even if built.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+) -> None:
+    """Compile llama.cpp's `llama-server` from the pinned llama-cpp-python sdist (once)."""
+    from app.engine import build, is_built
+
+    settings = _settings()
+    if is_built(settings) and not force:
+        typer.echo(f"llama-server is built: {build(settings)}", err=True)
+        return
+    typer.echo("compiling llama-server (about 10 minutes on 2 cores) ...", err=True)
+    typer.echo(f"built {build(settings, progress=not quiet, force=force)}", err=True)
 
 
 @llm_app.command("serve")
@@ -446,11 +463,18 @@ def _print_answer(
     for p in passages:
         typer.echo(f"  [{p['id']}] {p['title']}", err=True)
     typer.echo(
-        f"\n{cost['llm_calls']} LLM call(s), {cost['input_tokens']} input / "
-        f"{cost['output_tokens']} output tokens, {payload['decisions']} decisions, "
+        f"\n{cost['llm_calls']} LLM call(s), {cost['input_tokens']} input "
+        f"({_reused(cost)} reused) / {cost['output_tokens']} output tokens, "
+        f"{payload['decisions']} decisions, "
         f"{cost['llm_seconds']:.1f}s in the LLM; thread {thread_id}",
         err=True,
     )
+
+
+def _reused(cost: dict[str, float]) -> str:
+    """The share of input tokens the server's prompt cache spared it from reading."""
+    reuse = prompt_reuse([cost])
+    return "none" if not reuse else f"{reuse:.0%}"
 
 
 TraceOpt = Annotated[bool, typer.Option("--trace", help="Show every step and decision live.")]

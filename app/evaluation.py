@@ -25,7 +25,14 @@ from app.checks import check_name, check_system
 from app.corpus import fingerprint, load_corpus
 from app.errors import UserError
 from app.llm import LLMGateway
-from app.metrics import chain_covered, contain_match, exact_match, normalize_answer, token_f1
+from app.metrics import (
+    chain_covered,
+    contain_match,
+    exact_match,
+    normalize_answer,
+    prompt_reuse,
+    token_f1,
+)
 from app.settings import DEFT_SETTINGS, Settings
 from app.store import CorpusIndex
 from nodes.answer import UNKNOWN
@@ -42,11 +49,18 @@ PER_QUESTION_METRICS = (
     "words_fed",
     "llm_calls",
     "input_tokens",
+    "cached_tokens",
     "output_tokens",
     "dm_calls",
     "dm_seconds",
 )
-SUMMARY_COLUMNS = ("n", *PER_QUESTION_METRICS, "seconds_median", "seconds_p90")
+SUMMARY_COLUMNS = (
+    "n",
+    *PER_QUESTION_METRICS,
+    "prompt_reuse",
+    "seconds_median",
+    "seconds_p90",
+)
 
 RESULTS = "results.jsonl"
 RUN = "run.json"
@@ -238,6 +252,7 @@ def answer_one(
         "words_fed": sum(len(p["text"].split()) for p in fed),
         "llm_calls": int(cost["llm_calls"]),
         "input_tokens": int(cost["input_tokens"]),
+        "cached_tokens": int(cost["cached_tokens"]),
         "output_tokens": int(cost["output_tokens"]),
         "dm_calls": sum(d["backend"] != RULE for d in final.get("decisions") or []),
         "dm_seconds": round(sum(d.get("seconds", 0.0) for d in final.get("decisions") or []), 3),
@@ -266,6 +281,7 @@ def summarise(records: list[dict[str, Any]]) -> dict[str, Any]:
         return {
             "n": len(rows),
             **{k: _mean(r.get(k) for r in rows) for k in PER_QUESTION_METRICS},
+            "prompt_reuse": prompt_reuse(rows),
             "seconds_median": round(statistics.median(seconds), 3) if seconds else None,
             "seconds_p90": _percentile(seconds, 0.9),
         }

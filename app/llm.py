@@ -1,10 +1,11 @@
 """The LLM gateway: every chat call of hoprag goes through one `ChatOpenAI`.
 
 With ``HOPRAG_LLM_BASE_URL`` set, that endpoint is used (OpenAI, vLLM, Ollama, any
-OpenAI-compatible server). Otherwise the embedded llama.cpp server is started on a free
-loopback port with the provisioned GGUF, reused for the whole process and stopped at
-exit. A callback meters calls, tokens and seconds; `p_yes` reads the yes/no token
-probabilities that the decision model is built on.
+OpenAI-compatible server). Otherwise llama.cpp's `llama-server` (app/engine.py) is
+started on a free loopback port with the provisioned GGUF, reused for the whole process,
+restarted once if it dies, and stopped at exit. A callback meters calls, tokens, prompt
+tokens reused from the server's cache, and seconds; `p_yes` reads the yes/no token
+probabilities of the zero-shot decisions and the LLM judge.
 """
 
 from __future__ import annotations
@@ -30,9 +31,15 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import LLMResult
 from langchain_openai import ChatOpenAI
 
+from app.engine import require_engine
 from app.errors import ServiceError
 from app.models import require_model
-from app.settings import SERVER_HEALTH_POLL_S, SERVER_START_TIMEOUT_S, Settings
+from app.settings import (
+    SERVER_CACHE_REUSE_TOKENS,
+    SERVER_HEALTH_POLL_S,
+    SERVER_START_TIMEOUT_S,
+    Settings,
+)
 
 YES_TOKENS = frozenset({"yes", "y", "true"})
 NO_TOKENS = frozenset({"no", "n", "false"})
@@ -43,6 +50,17 @@ class CallRecord:
     input_tokens: int
     output_tokens: int
     seconds: float
+    cached_tokens: int = 0  # of the input, reused from the server's prompt cache
+
+
+def _cached_tokens(usage: dict[str, Any], meta: dict[str, Any]) -> int:
+    """Prompt tokens the endpoint did not have to read (OpenAI's and llama.cpp's
+    `prompt_tokens_details.cached_tokens`; LangChain's `cache_read`)."""
+    details = usage.get("prompt_tokens_details") or {}
+    cached = details.get("cached_tokens")
+    if cached is None:
+        cached = (meta.get("input_token_details") or {}).get("cache_read")
+    return int(cached or 0)
 
 
 @dataclass
@@ -67,16 +85,16 @@ class UsageMeter(BaseCallbackHandler):
 
     def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
         usage = (response.llm_output or {}).get("token_usage") or {}
+        message = getattr(response.generations[0][0], "message", None)
+        meta = getattr(message, "usage_metadata", None) or {}
         prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
         if prompt is None:
-            message = getattr(response.generations[0][0], "message", None)
-            meta = getattr(message, "usage_metadata", None) or {}
             prompt, completion = meta.get("input_tokens", 0), meta.get("output_tokens", 0)
+        cached = _cached_tokens(usage, meta)
         with self._lock:
             started = self._started.pop(run_id, time.perf_counter())
-            self.calls.append(
-                CallRecord(int(prompt or 0), int(completion or 0), time.perf_counter() - started)
-            )
+            seconds = time.perf_counter() - started
+            self.calls.append(CallRecord(int(prompt or 0), int(completion or 0), seconds, cached))
 
     def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         with self._lock:
@@ -89,6 +107,7 @@ class UsageMeter(BaseCallbackHandler):
             return {
                 "llm_calls": len(self.calls),
                 "input_tokens": sum(c.input_tokens for c in self.calls),
+                "cached_tokens": sum(c.cached_tokens for c in self.calls),
                 "output_tokens": sum(c.output_tokens for c in self.calls),
                 "llm_seconds": sum(c.seconds for c in self.calls),
                 "llm_errors": self.errors,
@@ -109,53 +128,82 @@ def free_port() -> int:
 
 
 class EmbeddedServer:
-    """A llama.cpp OpenAI-compatible server on loopback, owned by this process."""
+    """llama.cpp's `llama-server` on loopback, owned by this process.
+
+    Its slots keep their last prompt, and a request goes to the slot whose prompt shares
+    most with it, so a prompt's stable head (instructions, examples, the question) is
+    read once and reused. Concurrent requests are batched across slots. `/metrics` is on
+    for operators."""
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
+        self.engine = require_engine(settings)
         self.model_path = require_model(settings)
+        self.draft_path = (
+            require_model(settings, settings.llm_draft_model) if settings.llm_draft_model else None
+        )
         self.port = settings.llm_port or free_port()
         self.log_path = settings.home / "logs" / f"llm-server-{self.port}.log"
         self.process: subprocess.Popen[bytes] | None = None
+        self.starts = 0
+
+    @property
+    def root_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
+        return f"{self.root_url}/v1"
 
-    def command(self) -> list[str]:
+    def server_args(self) -> list[str]:
+        """`llama-server` with the settings' model, slots, threads and options."""
         s = self.settings
         threads = s.llm_threads or os.cpu_count() or 1
-        return [
-            sys.executable,
-            "-m",
-            "app.llm_server",
-            str(os.getpid()),
-            "--model",
-            str(self.model_path),
-            "--model_alias",
-            s.model,
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(self.port),
-            "--n_ctx",
-            str(s.llm_ctx),
-            "--n_threads",
-            str(threads),
-            "--n_threads_batch",
-            str(threads),
-            "--logits_all",
-            "true" if s.llm_logits_all else "false",
-        ]
+        args = [
+            str(self.engine),
+            "--model", str(self.model_path),
+            "--alias", s.model,
+            "--host", "127.0.0.1",
+            "--port", str(self.port),
+            "--ctx-size", str(s.llm_ctx * s.llm_slots),
+            "--parallel", str(s.llm_slots),
+            "--threads", str(threads),
+            "--threads-batch", str(threads),
+            "--flash-attn", "on" if s.llm_flash_attn else "off",
+            "--cache-reuse", str(SERVER_CACHE_REUSE_TOKENS),
+            "--metrics",
+            "--no-webui",
+        ]  # fmt: skip
+        if self.draft_path is not None:
+            args += ["--model-draft", str(self.draft_path), "--threads-draft", str(threads)]
+        return args
+
+    def command(self) -> list[str]:
+        """The server under `app.llm_server`, which ends it when this process is gone."""
+        return [sys.executable, "-m", "app.llm_server", str(os.getpid()), *self.server_args()]
 
     def start(self) -> EmbeddedServer:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        log = self.log_path.open("wb")
+        log = self.log_path.open("ab")
         self.process = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT)
         log.close()
-        atexit.register(self.stop)
+        self.starts += 1
+        if self.starts == 1:
+            atexit.register(self.stop)
         self._wait_healthy()
         return self
+
+    def is_alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def restart(self) -> None:
+        """A new server, on a new free port unless the port is fixed: the dead one's
+        may not be free yet."""
+        self.stop()
+        if not self.settings.llm_port:
+            self.port = free_port()
+            self.log_path = self.log_path.with_name(f"llm-server-{self.port}.log")
+        self.start()
 
     def _wait_healthy(self) -> None:
         deadline = time.monotonic() + SERVER_START_TIMEOUT_S
@@ -167,8 +215,8 @@ class EmbeddedServer:
                     f"{self.log_tail()}",
                     hint=f"full log: {self.log_path}",
                 )
-            try:
-                with urllib.request.urlopen(f"{self.base_url}/models", timeout=2) as resp:
+            try:  # 503 while the model loads, 200 once it serves
+                with urllib.request.urlopen(f"{self.root_url}/health", timeout=2) as resp:
                     if resp.status == 200:
                         return
             except (urllib.error.URLError, ConnectionError, TimeoutError):
@@ -200,7 +248,7 @@ class EmbeddedServer:
 
     def serve_forever(self) -> int:
         """Foreground mode for `hoprag llm serve`: the server's output goes to the terminal."""
-        return subprocess.call(self.command())
+        return subprocess.call(self.server_args())
 
 
 class LLMGateway:
@@ -210,8 +258,10 @@ class LLMGateway:
         self.settings = settings
         self.meter = UsageMeter()
         self.server: EmbeddedServer | None = None
+        self.restarts = 0
         self._chat: ChatOpenAI | None = None
         self._lock = threading.Lock()
+        self._revive_lock = threading.Lock()
 
     @property
     def model_name(self) -> str:
@@ -229,7 +279,8 @@ class LLMGateway:
             if self._chat is None:
                 base_url = self.settings.llm_base_url
                 if not base_url:
-                    self.server = EmbeddedServer(self.settings).start()
+                    if self.server is None:
+                        self.server = EmbeddedServer(self.settings).start()
                     base_url = self.server.base_url
                 self._chat = ChatOpenAI(
                     model=self.model_name,
@@ -244,8 +295,7 @@ class LLMGateway:
 
     def invoke(self, messages: Sequence[BaseMessage], max_tokens: int | None = None) -> str:
         """Plain-text completion of a chat; endpoint failures become `ServiceError`."""
-        limit = self._max_tokens(max_tokens or self.settings.max_answer_tokens)
-        reply = self._call(self.chat().bind(**limit), messages)
+        reply = self._call(messages, max_tokens=max_tokens or self.settings.max_answer_tokens)
         if not isinstance(reply.content, str):
             raise ServiceError(f"the LLM endpoint {self.base_url} returned non-text content")
         return reply.content.strip()
@@ -253,14 +303,12 @@ class LLMGateway:
     def p_yes(self, messages: Sequence[BaseMessage]) -> float:
         """p(yes) from the first generated token's top log-probabilities, renormalised
         over the yes and no tokens so that it is a probability of the binary answer."""
-        model = self.chat().bind(logprobs=True, top_logprobs=5, **self._max_tokens(1))
-        reply = self._call(model, messages)
+        reply = self._call(messages, logprobs=True, top_logprobs=5, max_tokens=1)
         content = (reply.response_metadata.get("logprobs") or {}).get("content") or []
         if not content:
             raise ServiceError(
                 f"the LLM endpoint {self.base_url} returned no log-probabilities",
-                hint="start llama.cpp with --logits_all true, or use an endpoint that "
-                "supports logprobs",
+                hint="use an endpoint that supports `logprobs` and `top_logprobs`",
             )
         yes = no = 0.0
         for cand in content[0].get("top_logprobs") or []:
@@ -274,16 +322,41 @@ class LLMGateway:
             return 0.5  # neither answer among the top tokens: no evidence either way
         return yes / (yes + no)
 
-    def _max_tokens(self, n: int) -> dict[str, Any]:
-        """Output cap. llama.cpp's server reads only the legacy `max_tokens` field, while
-        ChatOpenAI sends `max_completion_tokens`; each endpoint gets the one it reads."""
-        if not self.settings.llm_base_url:
-            return {"extra_body": {"max_tokens": n}}
-        return {"max_tokens": n}
-
-    def _call(self, model: Any, messages: Sequence[BaseMessage]) -> AIMessage:
+    def _call(self, messages: Sequence[BaseMessage], **options: Any) -> AIMessage:
+        """One chat completion with `options` (max_tokens, logprobs, ...). An embedded
+        server that died is restarted once per gateway and the call retried."""
+        started = self.server.starts if self.server else 0
         try:
-            reply = model.invoke(list(messages))
+            return self._complete(messages, options)
+        except ServiceError:
+            if not self._revived_since(started):
+                raise
+        return self._complete(messages, options)
+
+    def _revived_since(self, started: int) -> bool:
+        """Whether a server that died under a call is serving again: restarted here, the
+        first time it dies, or by a concurrent call meanwhile."""
+        with self._revive_lock:
+            server = self.server
+            if server is None:
+                return False
+            if server.is_alive():
+                return server.starts > started
+            if self.restarts >= 1:
+                return False
+            self.restarts += 1
+            print(
+                f"warning: the embedded LLM server died ({server.log_tail(1)}); restarting it",
+                file=sys.stderr,
+            )
+            server.restart()
+            with self._lock:
+                self._chat = None  # the next call binds the new server's address
+            return True
+
+    def _complete(self, messages: Sequence[BaseMessage], options: dict[str, Any]) -> AIMessage:
+        try:
+            reply = self.chat().bind(**options).invoke(list(messages))
         except openai.APITimeoutError:
             raise ServiceError(
                 f"the LLM endpoint {self.base_url} timed out: no reply within "

@@ -8,6 +8,7 @@ import re
 import string
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCT = set(string.punctuation)
@@ -58,3 +59,11 @@ def mcnemar_exact(a_only: int, b_only: int) -> float:
     k = min(a_only, b_only)
     tail = sum(math.comb(n, i) for i in range(k + 1)) / 2**n
     return min(1.0, 2 * tail)
+
+
+def prompt_reuse(costs: Iterable[dict[str, Any]]) -> float | None:
+    """The share of input tokens the server reused from its prompt cache instead of
+    reading (None for runs recorded before it was metered)."""
+    rows = [c for c in costs if c.get("cached_tokens") is not None]
+    total = sum(c["input_tokens"] for c in rows)
+    return round(sum(c["cached_tokens"] for c in rows) / total, 4) if total else None

@@ -106,6 +106,24 @@ TRACE_DECISION_BATCH = 10
 SERVER_START_TIMEOUT_S = 180.0
 LLM_SERVE_PORT = 8080
 SERVER_HEALTH_POLL_S = 0.5
+# It is llama.cpp's own `llama-server`, compiled from the sources vendored in this sdist
+# (app/engine.py): static, tuned for the CPU it is built on, without web UI or TLS.
+ENGINE_SDIST = "llama-cpp-python==0.3.36"
+ENGINE_CMAKE_FLAGS = (
+    "-DCMAKE_BUILD_TYPE=Release",
+    "-DBUILD_SHARED_LIBS=OFF",
+    "-DLLAMA_BUILD_SERVER=ON",
+    "-DLLAMA_BUILD_TOOLS=ON",
+    "-DLLAMA_BUILD_TESTS=OFF",
+    "-DLLAMA_BUILD_EXAMPLES=OFF",
+    "-DLLAMA_BUILD_APP=OFF",
+    "-DLLAMA_BUILD_UI=OFF",
+    "-DLLAMA_USE_PREBUILT_UI=OFF",
+    "-DLLAMA_OPENSSL=OFF",
+)
+# A slot's cached prompt is reused from the first differing token on, and chunks of at
+# least this many tokens further on are shifted into place instead of re-read.
+SERVER_CACHE_REUSE_TOKENS = 64
 
 
 # The relevance filter reads the top 2 when exactly one passage passes (SPEC section 1).
@@ -235,11 +253,26 @@ class Settings:
         default=0, metadata={"description": "CPU threads of the embedded server (0: all)."}
     )
     llm_ctx: int = field(
-        default=4096, metadata={"description": "Context window of the embedded server."}
+        default=4096,
+        metadata={"description": "Context window of each slot of the embedded server."},
     )
-    llm_logits_all: bool = field(
-        default=True,
-        metadata={"description": "Keep all logits so yes/no log-probabilities are readable."},
+    llm_slots: int = field(
+        default=4,
+        metadata={
+            "description": "Parallel slots of the embedded server: concurrent requests are "
+            "batched, and each slot keeps its last prompt for reuse."
+        },
+    )
+    llm_flash_attn: bool = field(
+        default=False,
+        metadata={"description": "Flash attention in the embedded server."},
+    )
+    llm_draft_model: str = field(
+        default="",
+        metadata={
+            "description": "Embedded draft model for speculative decoding (a `hoprag models "
+            "list` name; empty: none)."
+        },
     )
     llm_port: int = field(
         default=0, metadata={"description": "Port of the embedded server (0: a free one)."}

@@ -94,28 +94,32 @@ def retrieval_recall() -> str:
     return "\n".join(lines) + "\n"
 
 
-def gateway_speed() -> str:
-    parts = []
-    for path in sorted(RESULTS.glob("gateway_speed_*.json")):
-        r = json.loads(path.read_text())
-        lines = [
-            _header(r),
-            "| model | --logits_all | prompt tokens | prompt tok/s | generated tok/s |",
-            "| --- | --- | ---: | ---: | ---: |",
-        ]
-        for row in r["rows"]:
-            lines.append(
-                f"| {row['model']} | {row['logits_all']} | {row['prompt_tokens']} | "
-                f"{row['prompt_tok_per_s']} | {row['gen_tok_per_s']} |"
-            )
-        parts.append("\n".join(lines))
-    if not parts:
+def serving() -> str:
+    """Embedded server options replayed on recorded DeFT traffic (bench.serving)."""
+    r = load_results("serving")
+    if not r:
         return ""
-    note = (
-        "`--logits_all true` keeps every position's logits so that yes/no "
-        "log-probabilities can be read; the table shows what it costs."
-    )
-    return "## LLM gateway speed\n\n" + "\n\n".join(parts) + "\n\n" + note + "\n"
+    lines = [
+        "## Embedded server options",
+        "",
+        _header(r),
+        f"The {r['calls']} chat calls that `deft` made on {r['questions']} dev questions, "
+        "replayed against a fresh `llama-server` per option: one question after another "
+        "(one chat), then all questions at once (concurrent chats). `reused`: the share of "
+        "prompt tokens served from the slots' cache; `changed`: replies that differ from "
+        "the first row's (greedy decoding).",
+        "",
+        "| option | one chat s | reused | changed | concurrent s | reused | changed |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for row in r["rows"]:
+        seq, con = row["sequential"], row["concurrent"]
+        lines.append(
+            f"| {row['config']} | {seq['seconds']} | {_cell(seq['prompt_reuse'])} | "
+            f"{seq['replies_changed']} | {con['seconds']} | {_cell(con['prompt_reuse'])} | "
+            f"{con['replies_changed']} |"
+        )
+    return "\n".join(lines) + "\n"
 
 
 def _cell(value: object) -> str:
@@ -1257,7 +1261,7 @@ def main() -> None:
         INTRO,
         index_build(),
         retrieval_recall(),
-        gateway_speed(),
+        serving(),
         dm_calibration(),
         dm_recipes(),
         dm_train(),

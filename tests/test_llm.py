@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import socket
 import threading
+import urllib.request
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
@@ -11,6 +14,7 @@ import pytest
 from langchain_core.messages import HumanMessage, SystemMessage
 
 import app.llm as llm
+from app.engine import engine_dir
 from app.errors import ServiceError
 from app.llm import LLMGateway, free_port
 from app.settings import Settings
@@ -101,7 +105,9 @@ def test_no_free_port(monkeypatch: pytest.MonkeyPatch) -> None:
         llm.free_port()
 
 
-def test_server_that_cannot_start_is_reported(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_server_that_cannot_start_is_reported(
+    tmp_path, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A model file that passes our record check but is not a GGUF (say, replaced by hand):
     the server process dies, and we say so with its log instead of hanging."""
     import hashlib
@@ -116,6 +122,7 @@ def test_server_that_cannot_start_is_reported(tmp_path, monkeypatch: pytest.Monk
     monkeypatch.setitem(models.CHAT_MODELS, "junk", model)
     home = tmp_path / "home"
     (home / "models").mkdir(parents=True)
+    (home / "models" / "engine").symlink_to(engine_dir(settings), target_is_directory=True)
     (home / "models" / "junk.gguf").write_bytes(junk)
     (home / "models" / "junk.gguf.verified").write_text(
         json.dumps({"sha256": model.sha256, "size": len(junk)})
@@ -124,3 +131,44 @@ def test_server_that_cannot_start_is_reported(tmp_path, monkeypatch: pytest.Monk
     with pytest.raises(ServiceError, match="exited with code"):
         server.start()
     assert server.process is None or server.process.poll() is not None
+
+
+def test_a_repeated_prompt_head_is_reused_not_read_again(gateway: LLMGateway) -> None:
+    """The server's slots keep their prompts: a second call that shares the first one's
+    instructions reads only what differs, and the meter records the reused tokens."""
+    head = SystemMessage(
+        "You answer questions about rivers using only what you are told. "
+        + " ".join(f"Rule {i}: reply with one word and never explain." for i in range(30))
+    )
+    gateway.invoke([head, HumanMessage("Which river flows through Paris?")], max_tokens=4)
+    before = gateway.meter.snapshot()
+    gateway.invoke([head, HumanMessage("Which river flows through Rome?")], max_tokens=4)
+    after = gateway.meter.snapshot()
+    read = after["input_tokens"] - before["input_tokens"]
+    reused = after["cached_tokens"] - before["cached_tokens"]
+    assert read > 300 and 0.8 * read < reused < read
+
+
+def _kill(server: llm.EmbeddedServer) -> None:
+    assert server.process is not None
+    os.kill(server.process.pid, signal.SIGKILL)
+    server.process.wait()
+
+
+def test_the_embedded_server_exposes_metrics_and_restarts_once(settings: Settings) -> None:
+    """Operators can read /metrics; a server that dies is restarted once, transparently,
+    and a second death is a clear error."""
+    gw = LLMGateway(settings.with_overrides(llm_max_retries=0))
+    try:
+        assert "paris" in gw.invoke([HumanMessage("Capital of France? One word.")]).lower()
+        assert gw.server is not None
+        with urllib.request.urlopen(f"{gw.server.root_url}/metrics", timeout=10) as resp:
+            assert "llamacpp:prompt_tokens_total" in resp.read().decode()
+        _kill(gw.server)
+        assert "rome" in gw.invoke([HumanMessage("Capital of Italy? One word.")]).lower()
+        assert gw.restarts == 1 and gw.server.is_alive()
+        _kill(gw.server)
+        with pytest.raises(ServiceError, match="does not answer"):
+            gw.invoke([HumanMessage("Capital of Spain? One word.")])
+    finally:
+        gw.close()

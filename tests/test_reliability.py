@@ -177,19 +177,31 @@ def test_malformed_commands_are_clear_errors_and_change_nothing(
     assert {k: v for k, v in after.items() if v} == {k: v for k, v in before.items() if v}
 
 
-def _llm_server_of(proc: subprocess.Popen) -> psutil.Process | None:
+def _llm_server_of(proc: subprocess.Popen, other_than: int = 0) -> psutil.Process | None:
+    """The process that owns `proc`'s embedded llama-server (it takes the server with it)."""
     for child in psutil.Process(proc.pid).children():
-        if "app.llm_server" in " ".join(child.cmdline()):
+        if "app.llm_server" in " ".join(child.cmdline()) and child.pid != other_than:
             return child
     return None
+
+
+def _wait_for_server(proc: subprocess.Popen, other_than: int) -> psutil.Process:
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        server = _llm_server_of(proc, other_than)
+        if server is not None:
+            return server
+        time.sleep(0.2)
+    raise AssertionError("no new embedded LLM server was started")
 
 
 def test_killing_the_llm_server_mid_run_then_resuming_the_thread(
     home: Path, sample_index: str
 ) -> None:
-    """The run stops with a clear error once its model server is gone; `hoprag resume`
-    continues from the last checkpoint (a new embedded server) without redoing steps."""
-    # The sub-question loop, not the direct answer: the kill must land between steps.
+    """A server killed mid-run is restarted once and the run goes on; killed again, the
+    run stops with a clear error, and `hoprag resume` continues from the last checkpoint
+    (a new embedded server) without redoing steps."""
+    # The sub-question loop, not the direct answer: the kills must land between steps.
     off = {"HOPRAG_QA_CACHE": "off", "HOPRAG_DIRECT_ANSWER": "off"}
     env = {**os.environ, "HOPRAG_HOME": str(home), **off}
     thread = f"killed-{time.time_ns()}"
@@ -200,20 +212,26 @@ def test_killing_the_llm_server_mid_run_then_resuming_the_thread(
         stderr=subprocess.PIPE,
         text=True,
     )
-    done_before_kill = []
+    killed: list[int] = []
     try:
         assert proc.stderr is not None
         for line in proc.stderr:
-            done_before_kill.append(line)
-            if line.startswith("[write_sub_question]"):  # the first LLM answer is in
+            if line.startswith("[write_sub_question]") and not killed:  # first LLM answer in
                 server = _llm_server_of(proc)
                 assert server is not None
                 server.send_signal(signal.SIGKILL)
+                killed.append(server.pid)
+            elif line.startswith("warning: the embedded LLM server died"):
+                assert len(killed) == 1, line  # restarted once, not twice
+                server = _wait_for_server(proc, other_than=killed[0])
+                server.send_signal(signal.SIGKILL)
+                killed.append(server.pid)
                 break
         _, err = proc.communicate(timeout=300)
     finally:
         if proc.poll() is None:
             proc.kill()
+    assert len(killed) == 2, err
     assert proc.returncode == 3, err
     assert "Traceback" not in err
     error = [line for line in err.splitlines() if line.startswith("error: ")]
