@@ -107,18 +107,19 @@ def serving() -> str:
         "replayed against a fresh `llama-server` per option: one question after another "
         "(one chat), then all questions at once (concurrent chats). `reused`: the share of "
         "prompt tokens served from the slots' cache; `changed`: replies that differ from "
-        "the first row's (greedy decoding).",
+        "the first row's that replayed them the same way (greedy decoding).",
         "",
         "| option | one chat s | reused | changed | concurrent s | reused | changed |",
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for row in r["rows"]:
-        seq, con = row["sequential"], row["concurrent"]
-        lines.append(
-            f"| {row['config']} | {seq['seconds']} | {_cell(seq['prompt_reuse'])} | "
-            f"{seq['replies_changed']} | {con['seconds']} | {_cell(con['prompt_reuse'])} | "
-            f"{con['replies_changed']} |"
-        )
+        cells = [row["config"]]
+        for mode in ("sequential", "concurrent"):
+            m = row.get(mode)
+            cells += (
+                [m["seconds"], _cell(m["prompt_reuse"]), m["replies_changed"]] if m else 3 * ["-"]
+            )
+        lines.append("| " + " | ".join(str(c) for c in cells) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -1242,14 +1243,15 @@ def serveload_results() -> str:
         "through `langgraph_sdk`, against one `hoprag serve` (embedded 1.5B model). Correct: "
         "the answer contains the gold answer.",
         "",
-        "| graph | concurrent | runs | correct | runs/min | p50 s | p90 s | p95 s | max s | "
+        "| graph | run | concurrent | runs | correct | runs/min | p50 s | p90 s | p95 s | max s | "
         "measured | machine | command |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | --- |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | --- |",
     ]
     for r in runs:
         lat = r["latency_s"]
         lines.append(
-            f"| {r['graph']} | {r['concurrency']} | {r['runs']} | {r['correct']} | "
+            f"| {r['graph']} | {r.get('label') or '-'} | {r['concurrency']} | {r['runs']} | "
+            f"{r['correct']} | "
             f"{r['runs_per_min']} | {lat['p50']} | {lat['p90']} | {lat['p95']} | {lat['max']} | "
             f"{r['date'][:10]} | {r['machine']} | `{r['command']}` |"
         )

@@ -3,11 +3,11 @@ single-hop question of the sample corpus, through `langgraph_sdk`.
 
     hoprag serve &                                  # HOPRAG_INDEX=sample
     .venv/bin/python -m bench.serve_load --url http://127.0.0.1:8123 [--graph vanilla]
-        [--concurrency 8] [--runs 16]
+        [--concurrency 8] [--runs 16] [--label L]
 
 Reports throughput (finished runs per minute of wall time), latency percentiles per run
 (from request to final state) and how many answers contain the gold answer; writes
-bench/results/serve_load-GRAPH-cN.json.
+bench/results/serve_load-GRAPH-cN[-L].json.
 """
 
 from __future__ import annotations
@@ -52,6 +52,9 @@ def main() -> None:
     parser.add_argument("--graph", default="vanilla")
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--runs", type=int, default=16)
+    parser.add_argument(
+        "--label", default="", help="what else this run measures (results file suffix)"
+    )
     args = parser.parse_args()
     pairs = single_hops()
     work = [pairs[i % len(pairs)] for i in range(args.runs)]
@@ -65,6 +68,7 @@ def main() -> None:
     )
     report = {
         "graph": args.graph,
+        "label": args.label,
         "concurrency": args.concurrency,
         "runs": args.runs,
         "wall_s": round(wall, 1),
@@ -80,9 +84,10 @@ def main() -> None:
     }
     command = (
         f"python -m bench.serve_load --graph {args.graph} --concurrency {args.concurrency} "
-        f"--runs {args.runs}"
+        f"--runs {args.runs}" + (f" --label {args.label}" if args.label else "")
     )
-    save(f"serve_load-{args.graph}-c{args.concurrency}", {"command": command, **report})
+    name = f"serve_load-{args.graph}-c{args.concurrency}" + (f"-{args.label}" if args.label else "")
+    save(name, {"command": command, **report})
     print(json.dumps(report, indent=2))
 
 

@@ -7,8 +7,9 @@ speculative draft model, each measured rather than assumed.
 `record` answers the first LIMIT dev questions of a benchmark with the `deft` graph and
 keeps every chat call it made (messages and options) in
 bench/results/serving_calls-BENCHMARK.json. `compare` replays those calls against a
-fresh embedded server per configuration: one question after another (a chat), then all
-questions at once (concurrent chats, each question's calls in order). It reports wall
+fresh embedded server per configuration: one question after another (a chat), and, for
+the options that concern concurrency, all questions at once (concurrent chats, each
+question's calls in order; `CONFIGS` says which). It reports wall
 seconds, prompt tokens read and reused, and how many replies differ from the first
 configuration's (greedy decoding: a faster option must not change answers). Writes
 bench/results/serving.json.
@@ -40,18 +41,20 @@ from app.models import require_model
 from app.settings import Settings
 from bench.common import DATA, RESULTS, save
 
-# name -> settings overrides of the embedded server; `llama-cpp-python` is the server
-# hoprag embedded before (llama-cpp-python's own, one request at a time, all logits kept),
-# measured when that package is installed.
+# name -> (settings overrides of the embedded server, how its calls are replayed).
+# `llama-cpp-python` is the server hoprag embedded before (llama-cpp-python's own, one
+# request at a time, all logits kept), measured when that package is installed. Options
+# that change one call's speed replay one chat; slots matter for concurrent chats.
 BEFORE = "llama-cpp-python"
-CONFIGS: dict[str, dict[str, Any]] = {
-    BEFORE: {},
-    "one slot": {"llm_slots": 1},
-    "default": {},
-    "fa-on": {"llm_flash_attn": True},
-    "one thread": {"llm_threads": 1},
-    "draft-0.5b": {"llm_draft_model": "qwen2.5-coder-0.5b"},
-    "eight slots": {"llm_slots": 8},
+SEQUENTIAL, CONCURRENT = "sequential", "concurrent"
+CONFIGS: dict[str, tuple[dict[str, Any], tuple[str, ...]]] = {
+    BEFORE: ({}, (SEQUENTIAL,)),
+    "default": ({}, (SEQUENTIAL, CONCURRENT)),
+    "one slot": ({"llm_slots": 1}, (SEQUENTIAL,)),
+    "fa-on": ({"llm_flash_attn": True}, (SEQUENTIAL,)),
+    "one thread": ({"llm_threads": 1}, (SEQUENTIAL,)),
+    "draft-0.5b": ({"llm_draft_model": "qwen2.5-coder-0.5b"}, (SEQUENTIAL,)),
+    "eight slots": ({"llm_slots": 8}, (CONCURRENT,)),
 }
 
 
@@ -108,7 +111,7 @@ class BeforeGateway(LLMGateway):
 @contextmanager
 def gateway_for(name: str) -> Iterator[LLMGateway]:
     """A gateway to a fresh server of configuration `name`, its start outside timings."""
-    settings = Settings().with_overrides(**CONFIGS[name])
+    settings = Settings().with_overrides(**CONFIGS[name][0])
     if name != BEFORE:
         gateway = LLMGateway(settings)
         gateway.chat()
@@ -144,11 +147,12 @@ def gateway_for(name: str) -> Iterator[LLMGateway]:
 
 def measure(name: str, questions: list[list[dict[str, Any]]]) -> dict[str, Any]:
     with gateway_for(name) as gateway:
-        row: dict[str, Any] = {"config": name, **CONFIGS[name]}
-        for mode in ("sequential", "concurrent"):
+        overrides, modes = CONFIGS[name]
+        row: dict[str, Any] = {"config": name, **overrides}
+        for mode in modes:
             before = gateway.meter.snapshot()
             start = time.perf_counter()
-            if mode == "sequential":
+            if mode == SEQUENTIAL:
                 replies = [replay_question(gateway, q) for q in questions]
             else:
                 with ThreadPoolExecutor(len(questions)) as pool:
@@ -171,23 +175,23 @@ def compare(benchmark: str, names: list[str]) -> None:
     if BEFORE in names and importlib.util.find_spec("llama_cpp") is None:
         print(f"skipping {BEFORE}: the package is not installed", file=sys.stderr)
         names = [n for n in names if n != BEFORE]
-    rows = []
+    rows: list[dict[str, Any]] = []
     for name in names:
         row = measure(name, questions)
-        for mode in ("sequential", "concurrent"):
-            reference = rows[0][mode]["replies"] if rows else row[mode]["replies"]
+        for mode in (SEQUENTIAL, CONCURRENT):
+            if mode not in row:
+                continue
+            reference = next((r[mode]["replies"] for r in rows if mode in r), row[mode]["replies"])
             row[mode]["replies_changed"] = sum(
                 a != b for qa, qb in zip(reference, row[mode]["replies"], strict=True)
                 for a, b in zip(qa, qb, strict=True)
             )  # fmt: skip
-        print(
-            {k: v if not isinstance(v, dict) else {**v, "replies": "..."} for k, v in row.items()},
-            flush=True,
-        )
+        shown = {k: {**v, "replies": "..."} if isinstance(v, dict) else v for k, v in row.items()}
+        print(shown, flush=True)
         rows.append(row)
     for row in rows:
-        for mode in ("sequential", "concurrent"):
-            del row[mode]["replies"]
+        for mode in (SEQUENTIAL, CONCURRENT):
+            row.get(mode, {}).pop("replies", None)
     save(
         "serving",
         {

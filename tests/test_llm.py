@@ -172,3 +172,29 @@ def test_the_embedded_server_exposes_metrics_and_restarts_once(settings: Setting
             gw.invoke([HumanMessage("Capital of Spain? One word.")])
     finally:
         gw.close()
+
+
+def test_the_meter_reads_reused_tokens_from_either_usage_shape() -> None:
+    """OpenAI's and llama.cpp's `prompt_tokens_details`, or LangChain's `cache_read`."""
+    from uuid import uuid4
+
+    from langchain_core.messages import AIMessage
+    from langchain_core.outputs import ChatGeneration, LLMResult
+
+    meter = llm.UsageMeter()
+    raw = {
+        "prompt_tokens": 10,
+        "completion_tokens": 2,
+        "prompt_tokens_details": {"cached_tokens": 7},
+    }
+    meter.on_llm_end(
+        LLMResult(
+            generations=[[ChatGeneration(message=AIMessage(""))]], llm_output={"token_usage": raw}
+        ),
+        run_id=uuid4(),
+    )
+    usage = {"input_tokens": 20, "output_tokens": 1, "total_tokens": 21}
+    message = AIMessage("", usage_metadata={**usage, "input_token_details": {"cache_read": 5}})
+    meter.on_llm_end(LLMResult(generations=[[ChatGeneration(message=message)]]), run_id=uuid4())
+    totals = meter.snapshot()
+    assert (totals["input_tokens"], totals["cached_tokens"], totals["output_tokens"]) == (30, 12, 3)

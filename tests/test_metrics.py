@@ -10,6 +10,7 @@ from app.metrics import (
     exact_match,
     mcnemar_exact,
     normalize_answer,
+    prompt_reuse,
     token_f1,
 )
 
@@ -53,3 +54,11 @@ def test_mcnemar_exact_by_hand() -> None:
     assert mcnemar_exact(3, 3) == 1.0  # capped at 1
     # 0 vs 10: 2 / 1024
     assert mcnemar_exact(0, 10) == pytest.approx(2 / 1024)
+
+
+def test_prompt_reuse_is_the_reused_share_of_input_tokens() -> None:
+    rows = [{"input_tokens": 100, "cached_tokens": 60}, {"input_tokens": 100, "cached_tokens": 0}]
+    assert prompt_reuse(rows) == 0.3
+    # runs recorded before reuse was metered have no such field: no figure, not 0
+    assert prompt_reuse([{"input_tokens": 100}]) is None
+    assert prompt_reuse([]) is None
