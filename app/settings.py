@@ -257,7 +257,7 @@ class Settings:
         metadata={"description": "Context window of each slot of the embedded server."},
     )
     llm_slots: int = field(
-        default=4,
+        default=8,
         metadata={
             "description": "Parallel slots of the embedded server: concurrent requests are "
             "batched, and each slot keeps its last prompt for reuse."

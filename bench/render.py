@@ -120,6 +120,8 @@ def serving() -> str:
                 [m["seconds"], _cell(m["prompt_reuse"]), m["replies_changed"]] if m else 3 * ["-"]
             )
         lines.append("| " + " | ".join(str(c) for c in cells) + " |")
+    if r.get("notes"):
+        lines += ["", r["notes"]]
     return "\n".join(lines) + "\n"
 
 
