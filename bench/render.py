@@ -105,7 +105,8 @@ def serving() -> str:
         _header(r),
         f"The {r['calls']} chat calls that `deft` made on {r['questions']} dev questions, "
         "replayed against a fresh `llama-server` per option: one question after another "
-        "(one chat), then all questions at once (concurrent chats). `reused`: the share of "
+        "(one chat), and for slot counts all questions at once as well (concurrent chats). "
+        "`reused`: the share of "
         "prompt tokens served from the slots' cache; `changed`: replies that differ from "
         "the first row's that replayed them the same way (greedy decoding).",
         "",
@@ -123,6 +124,58 @@ def serving() -> str:
     if r.get("notes"):
         lines += ["", r["notes"]]
     return "\n".join(lines) + "\n"
+
+
+# The last deft run of each benchmark on llama-cpp-python's server, archived when deft
+# was rerun on llama-server (the same graph code).
+DEFT_BEFORE_SERVER = {
+    "musique": "musique-deft-0c983a4",
+    "2wikimultihopqa": "2wikimultihopqa-deft-30cb0fd",
+    "hotpotqa": "hotpotqa-deft-081559a",
+}
+
+
+def deft_speed() -> str:
+    """deft's seconds per question on llama-server against its last run on the old server."""
+    from app.report import compare_runs
+
+    rows = []
+    for bench, archived in DEFT_BEFORE_SERVER.items():
+        before, after = RESULTS / "archive" / archived, RESULTS / "eval" / f"{bench}-deft"
+        if not (after / "results.jsonl").is_file():
+            continue
+        result = compare_runs(before, after)
+        metric = {r["metric"]: r for r in result["rows"]}
+        old, new = summarise(load_run(before)[1])["all"], summarise(load_run(after)[1])["all"]
+        rows.append(
+            f"| {bench} | {result['shared']} | {old['seconds_median']:.1f} | "
+            f"{new['seconds_median']:.1f} | {new['seconds_median'] / old['seconds_median']:.2f} | "
+            f"{metric['em']['a']} / {metric['em']['b']} | {metric['em']['mcnemar_p']} | "
+            f"{old['llm_calls']:.2f} / {new['llm_calls']:.2f} | {_cell(new['prompt_reuse'])} |"
+        )
+    if not rows:
+        return ""
+    return (
+        "\n".join(
+            [
+                "## Answering speed: deft on llama-server",
+                "",
+                "The `deft` runs of the tables above (shipped defaults, first 60 dev questions, "
+                "`.venv/bin/python -m bench.run_systems --systems deft`) against the last runs of "
+                "the same graph on llama-cpp-python's server (`bench/results/archive/`, named in "
+                "`bench/render.py`; their notes say that parts of them shared the machine, so "
+                "their seconds are upper bounds). `hoprag eval compare ARCHIVED NEW` gives the "
+                "EM test. `reused`: the share of prompt tokens the server's slots did not read "
+                "again.",
+                "",
+                "| benchmark | shared | median s before | median s now | ratio | EM before / now "
+                "| p (EM) | LLM calls before / now | reused |",
+                "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+                *rows,
+            ]
+        )
+        + "\n"
+    )
 
 
 def _cell(value: object) -> str:
@@ -1284,6 +1337,7 @@ def main() -> None:
         fallback_keep(),
         reader_replay(),
         evaluations(),
+        deft_speed(),
         deft_costs(),
         cost_floor(),
         direct_threshold(),
