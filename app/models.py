@@ -23,6 +23,7 @@ from typing import BinaryIO
 
 from tqdm import tqdm
 
+from app.engine import engine_path, is_built
 from app.errors import UserError
 from app.settings import EMBEDDING_PACKAGE, SPACY_MODEL, Settings
 
@@ -269,7 +270,8 @@ def require_model(settings: Settings, name: str | None = None) -> Path:
 
 
 def status(settings: Settings) -> list[dict[str, str]]:
-    """One row per model: chat GGUFs, embeddings and the spaCy pipeline."""
+    """One row per model: chat GGUFs, the server that runs them, embeddings and the spaCy
+    pipeline."""
     rows = []
     for model in CHAT_MODELS.values():
         target = settings.models_dir / model.filename
@@ -289,6 +291,15 @@ def status(settings: Settings) -> list[dict[str, str]]:
                 "about": model.description,
             }
         )
+    rows.append(
+        {
+            "name": engine_path(settings).name,
+            "kind": "chat server",
+            "state": "built" if is_built(settings) else "missing",
+            "where": str(engine_path(settings)),
+            "about": "llama.cpp's llama-server (`hoprag llm build`)",
+        }
+    )
     for pkg, kind in ((EMBEDDING_PACKAGE, "embeddings"), (SPACY_MODEL, "spaCy NER")):
         spec = importlib.util.find_spec(pkg)
         rows.append(

