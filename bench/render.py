@@ -126,8 +126,8 @@ def serving() -> str:
     return "\n".join(lines) + "\n"
 
 
-# The last deft run of each benchmark on llama-cpp-python's server, archived when deft
-# was rerun on llama-server (the same graph code).
+# The last deft run of each benchmark on llama-cpp-python's server, archived (under this
+# name) when deft is rerun on llama-server with the same graph code.
 DEFT_BEFORE_SERVER = {
     "musique": "musique-deft-0c983a4",
     "2wikimultihopqa": "2wikimultihopqa-deft-30cb0fd",
@@ -142,8 +142,8 @@ def deft_speed() -> str:
     rows = []
     for bench, archived in DEFT_BEFORE_SERVER.items():
         before, after = RESULTS / "archive" / archived, RESULTS / "eval" / f"{bench}-deft"
-        if not (after / "results.jsonl").is_file():
-            continue
+        if not (before / "results.jsonl").is_file() or not (after / "results.jsonl").is_file():
+            continue  # not rerun on llama-server yet
         result = compare_runs(before, after)
         metric = {r["metric"]: r for r in result["rows"]}
         old, new = summarise(load_run(before)[1])["all"], summarise(load_run(after)[1])["all"]
