@@ -235,7 +235,9 @@ def test_killing_the_llm_server_mid_run_then_resuming_the_thread(
     assert proc.returncode == 3, err
     assert "Traceback" not in err
     error = [line for line in err.splitlines() if line.startswith("error: ")]
-    assert error and "does not answer" in error[0] and "finished steps are saved" in error[0]
+    # the second kill lands on the restarted server while it loads or while it answers
+    assert error and "finished steps are saved" in error[0]
+    assert "does not answer" in error[0] or "exited with code" in error[0]
     assert f"hoprag resume {thread}" in err
 
     traced = run_cli("trace", thread, home=home)
