@@ -1295,7 +1295,8 @@ def serveload_results() -> str:
         "## Serving under load",
         "",
         "Each run is a new chat thread asking one single-hop question of the sample corpus "
-        "through `langgraph_sdk`, against one `hoprag serve` (embedded 1.5B model). Correct: "
+        "through `langgraph_sdk`, against one `hoprag serve` (embedded 1.5B model; `run` names "
+        "its server). Correct: "
         "the answer contains the gold answer.",
         "",
         "| graph | run | concurrent | runs | correct | runs/min | p50 s | p90 s | p95 s | max s | "
@@ -1305,8 +1306,8 @@ def serveload_results() -> str:
     for r in runs:
         lat = r["latency_s"]
         lines.append(
-            f"| {r['graph']} | {r.get('label') or '-'} | {r['concurrency']} | {r['runs']} | "
-            f"{r['correct']} | "
+            f"| {r['graph']} | {r.get('label') or 'llama-server'} | {r['concurrency']} | "
+            f"{r['runs']} | {r['correct']} | "
             f"{r['runs_per_min']} | {lat['p50']} | {lat['p90']} | {lat['p95']} | {lat['max']} | "
             f"{r['date'][:10]} | {r['machine']} | `{r['command']}` |"
         )
