@@ -109,11 +109,11 @@ def llm_build(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> None:
     """Compile llama.cpp's `llama-server` from the pinned llama-cpp-python sdist (once)."""
-    from app.engine import build, is_built
+    from app.engine import build, engine_path, is_built
 
     settings = _settings()
     if is_built(settings) and not force:
-        typer.echo(f"llama-server is built: {build(settings)}", err=True)
+        typer.echo(f"llama-server is built: {engine_path(settings)}", err=True)
         return
     typer.echo("compiling llama-server (about 10 minutes on 2 cores) ...", err=True)
     typer.echo(f"built {build(settings, progress=not quiet, force=force)}", err=True)

@@ -94,17 +94,15 @@ def _run(cmd: list[str], log: Path, what: str, bar: tqdm | None = None) -> None:
 def _fetch_sdist(dest: Path, log: Path) -> Path:
     """The llama-cpp-python source archive, downloaded with pip (kept for a rebuild)."""
     name, _, version = ENGINE_SDIST.partition("==")
-    stem = f"{name.replace('-', '_')}-{version}"
-    found = sorted(dest.glob(f"{stem}.tar.gz"))
-    if found:
-        return found[0]
+    archive = dest / f"{name.replace('-', '_')}-{version}.tar.gz"
+    if archive.is_file():
+        return archive
     dest.mkdir(parents=True, exist_ok=True)
     cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary=:all:"]
     _run([*cmd, "--progress-bar", "off", "-d", str(dest), ENGINE_SDIST], log, "pip download")
-    found = sorted(dest.glob(f"{stem}.tar.gz"))
-    if not found:
-        raise UserError(f"pip reported success but no {stem}.tar.gz is in {dest}")
-    return found[0]
+    if not archive.is_file():
+        raise UserError(f"pip reported success but {archive.name} is not in {dest}")
+    return archive
 
 
 def _extract_llama_cpp(archive: Path, dest: Path) -> Path:

@@ -22,6 +22,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 from uuid import UUID
 
@@ -143,9 +144,12 @@ class EmbeddedServer:
             require_model(settings, settings.llm_draft_model) if settings.llm_draft_model else None
         )
         self.port = settings.llm_port or free_port()
-        self.log_path = settings.home / "logs" / f"llm-server-{self.port}.log"
         self.process: subprocess.Popen[bytes] | None = None
         self.starts = 0
+
+    @property
+    def log_path(self) -> Path:
+        return self.settings.home / "logs" / f"llm-server-{self.port}.log"
 
     @property
     def root_url(self) -> str:
@@ -202,7 +206,6 @@ class EmbeddedServer:
         self.stop()
         if not self.settings.llm_port:
             self.port = free_port()
-            self.log_path = self.log_path.with_name(f"llm-server-{self.port}.log")
         self.start()
 
     def _wait_healthy(self) -> None:

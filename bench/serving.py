@@ -124,8 +124,9 @@ def gateway_for(name: str) -> Iterator[LLMGateway]:
     port = free_port()
     log = (settings.home / "logs" / f"llama-cpp-python-{port}.log").open("wb")
     threads = str(os.cpu_count() or 1)
-    server = subprocess.Popen(
+    server = subprocess.Popen(  # under the watchdog that ends it with this process
         [
+            sys.executable, "-m", "app.llm_server", str(os.getpid()),
             sys.executable, "-m", "llama_cpp.server", "--model", str(require_model(settings)),
             "--model_alias", settings.model, "--host", "127.0.0.1", "--port", str(port),
             "--n_ctx", str(settings.llm_ctx), "--n_threads", threads,

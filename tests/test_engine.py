@@ -28,7 +28,7 @@ def _fake_build(home: Path, stamp: object) -> Settings:
     binary.parent.mkdir(parents=True)
     binary.write_text("#!/bin/sh\n")
     binary.chmod(0o755)
-    binary.with_name(binary.name + ".json").write_text(json.dumps(stamp))
+    engine._stamp_path(binary).write_text(json.dumps(stamp))
     return settings
 
 
