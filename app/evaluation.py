@@ -1,5 +1,5 @@
 """The evaluation harness: run a named system over a benchmark, stream one result line per
-question, resume after an interruption, and summarise quality and cost (SPEC section 5).
+question, resume after an interruption, and summarise quality and cost (docs/method.md section 5).
 
 Every input check (questions, ids, gold indices, the output folder) runs before any model
 is loaded, and a folder that holds another run is never written to.

@@ -1,4 +1,4 @@
-"""Build the ChainRAG sentence graph of an index (SPEC section 3), once per corpus.
+"""Build the ChainRAG sentence graph of an index (docs/method.md section 3), once per corpus.
 
 Nodes are the index's sentences (SQLite ids). Three typed, weighted edge sets, each a
 symmetric `scipy.sparse` matrix saved in `sentence_graph.npz` beside the index:

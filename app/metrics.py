@@ -1,4 +1,4 @@
-"""Answer metrics (SPEC section 5): SQuAD-normalised EM and token F1, contain accuracy,
+"""Answer metrics (docs/method.md section 5): SQuAD-normalised EM and token F1, contain accuracy,
 evidence-chain coverage, and McNemar's exact test for paired systems."""
 
 from __future__ import annotations

@@ -56,7 +56,7 @@ MAX_QUESTION_COVERAGE = 0.8
 COMPARISON_CHAIN_HOPS = 3
 COMPARISON_MAX_DATE_WORDS = 5
 
-# Sentence graph (ChainRAG, SPEC section 3): share of entities that are key entities,
+# Sentence graph (ChainRAG, docs/method.md section 3): share of entities that are key entities,
 # entities in more sentences than this are hubs that link nothing, semantic neighbours
 # per sentence (mutual pairs kept), adjacency window within a passage.
 GRAPH_KEY_ENTITY_SHARE = 0.6
@@ -126,7 +126,8 @@ ENGINE_CMAKE_FLAGS = (
 SERVER_CACHE_REUSE_TOKENS = 64
 
 
-# The relevance filter reads the top 2 when exactly one passage passes (SPEC section 1).
+# The relevance filter reads the top 2 when exactly one passage passes (docs/method.md
+# section 1, step 3.5).
 ONE_RELEVANT_KEPT = 2
 
 # Title links (`tools/title_links.py`): shorter titles ("US") match inside unrelated words.
@@ -135,7 +136,7 @@ MIN_TITLE_CHARS = 4
 # later hop's passage, which DM_direct counted as reached (docs/BENCHMARKS.md, deft-direct).
 DIRECT_LINKED_READ = 2
 
-# DeFT's knobs (SPEC section 1): they change its answers, so a run's signature holds them.
+# DeFT's knobs (docs/method.md section 1): they change its answers, so a run's signature holds them.
 DEFT_SETTINGS = (
     "w",
     "max_kept",
@@ -295,7 +296,7 @@ class Settings:
         default=5,
         metadata={"description": "Passages read by the vanilla reader and DeFT's fallback."},
     )
-    # DeFT-RAG (SPEC section 1).
+    # DeFT-RAG (docs/method.md section 1).
     w: int = field(default=10, metadata={"description": "Passages per retrieval (w)."})
     max_kept: int = field(
         default=5, metadata={"description": "Passages kept per step by the relevance filter."}
@@ -332,8 +333,8 @@ class Settings:
         metadata={
             "description": "Answer a shallow question in one call, from its relevant "
             "passages and those they name by title, when DM_direct says they hold "
-            "everything (SPEC step 2); comparisons the QA table's rules decide always take "
-            "the sub-question loop."
+            "everything (docs/method.md section 1, step 2); comparisons the QA table's "
+            "rules decide always take the sub-question loop."
         },
     )
     qa_cache: bool = field(default=True, metadata={"description": "Use the shared QA cache."})

@@ -1,20 +1,21 @@
-"""The least the DeFT graph (SPEC section 1) can spend on a run's questions, against what
+"""The least the DeFT graph (docs/method.md section 1) can spend on a run's questions, against what
 the run spent: how far issue 4's cost targets are from what the method allows.
 
     .venv/bin/python -m bench.cost_floor RUN [RUN ...]
 
 The floor assumes a perfect writer (one call per sub-question, never refused), a perfect
-decision model and a QA table whose rows are all right, and counts what SPEC's rules
+decision model and a QA table whose rows are all right, and counts what the method's rules
 then still spend on each question:
 
 * `loop`: the sub-question loop alone. A question of h hops takes h steps of two calls
   (write, answer) and one final call, none where the QA table's rules decide the
   comparison (`tools.comparison.decided_by_rule`, as the graph routes them). Each step
   reads its gold passage and, since exactly one passes the relevance filter, the one
-  ranked next (SPEC step 3.5): counted as a passage of the corpus's median length.
+  ranked next (docs/method.md section 1, step 3.5): counted as a passage of the
+  corpus's median length.
 * `direct`: as `loop`, except that a question of at most 2 hops whose top-w passages
   (the run's own retrieval) hold every gold passage is answered in one call from its
-  gold passages (SPEC step 2), unless the rules decide it.
+  gold passages (docs/method.md section 1, step 2), unless the rules decide it.
 
 Hops: MuSiQue's `hops`, 2WikiMultihopQA's evidence triples, 2 for HotpotQA. With each
 floor come the questions the direct path would take and, on them, the EM of this run
@@ -37,7 +38,8 @@ from bench.common import RESULTS, find_run, questions, summarise_runs
 from bench.deft_costs import holds_all_gold
 from tools.comparison import decided_by_rule
 
-DIRECT_MAX_HOPS = 2  # SPEC step 2: the depth estimate allows a direct answer up to 2 hops
+# docs/method.md section 1, step 2: the depth estimate allows a direct answer up to 2 hops
+DIRECT_MAX_HOPS = 2
 
 
 def hops(item: dict[str, Any], benchmark: str) -> int:

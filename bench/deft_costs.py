@@ -110,7 +110,7 @@ def steps(record: dict[str, Any]) -> int:
 
 def holds_all_gold(record: dict[str, Any]) -> bool:
     """The top-w passages retrieved for the whole question hold every gold passage: the
-    direct-answer check's `yes` (SPEC section 1, step 2)."""
+    direct-answer check's `yes` (docs/method.md section 1, step 2)."""
     for step in record["trace"]:
         if step["node"] == "retrieve_question_passages":
             return set(record["gold_ids"]) <= {p["id"] for p in step["question_passages"]}

@@ -8,7 +8,8 @@ fits the shipped one, `app.dm_train.fit_depth`): `extra` is the weight of `extra
 HotpotQA questions (0 leaves them out), `deep` the weight of questions of more than two
 hops. Per benchmark, `shallow passing` and `deep passing` are the shares of questions of at
 most two hops, and of more, whose estimate reaches `tau_shallow`: the first is the share
-the direct answer can take at all (SPEC step 2), the second the share it takes wrongly.
+the direct answer can take at all (docs/method.md section 1, step 2), the second the
+share it takes wrongly.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""The questions a DeFT run answered directly (SPEC step 2), against the same questions in
-a run without the direct answer: which kind of question one call reads better or worse
-than the sub-question loop. Read from the committed traces.
+"""The questions a DeFT run answered directly (docs/method.md section 1, step 2), against
+the same questions in a run without the direct answer: which kind of question one call
+reads better or worse than the sub-question loop. Read from the committed traces.
 
     .venv/bin/python -m bench.direct_answers RUN LOOP_RUN
 

@@ -1,7 +1,8 @@
-"""Replay a DeFT run's direct-answer check (SPEC step 2) with today's retrieval and decision
-model: which questions would now be answered directly, and which not. Where neither the
-question's top w nor the outcome changed, today's code takes the run's first step again
-(nothing else in the graph reads DM_direct on the question's passages).
+"""Replay a DeFT run's direct-answer check (docs/method.md section 1, step 2) with today's
+retrieval and decision model: which questions would now be answered directly, and which
+not. Where neither the question's top w nor the outcome changed, today's code takes the
+run's first step again (nothing else in the graph reads DM_direct on the question's
+passages).
 
     .venv/bin/python -m bench.direct_replay RUN [RUN ...]
 

@@ -4,14 +4,14 @@ answered directly (`bench.run_systems --systems deft-alldirect`).
 
     .venv/bin/python -m bench.direct_threshold BENCHMARK [BENCHMARK ...]
 
-The direct-answer check (SPEC step 2) is the graph's first decision, so a question that
-a gate sends direct has the all-direct run's answer and cost, and one it sends to the
-loop the shipped run's (whose QA cache the questions before it had warmed). A gate at
-threshold t takes the questions whose depth estimate reaches `tau_shallow` and whose
-DM_direct reaches t, both read from the all-direct run's trace; t above `tau_direct` is
-not shown, since the shipped run answered those questions directly too and their loop
-is unknown. `gold in top w` takes exactly the questions whose top w passages hold every
-gold passage (what DM_direct is trained to tell), `every question` all of them. At
+The direct-answer check (docs/method.md section 1, step 2) is the graph's first decision,
+so a question that a gate sends direct has the all-direct run's answer and cost, and one it
+sends to the loop the shipped run's (whose QA cache the questions before it had warmed). A
+gate at threshold t takes the questions whose depth estimate reaches `tau_shallow` and
+whose DM_direct reaches t, both read from the all-direct run's trace; t above `tau_direct`
+is not shown, since the shipped run answered those questions directly too and their loop is
+unknown. `gold in top w` takes exactly the questions whose top w passages hold every gold
+passage (what DM_direct is trained to tell), `every question` all of them. At
 `tau_direct` the gate must agree with the shipped run's own check: the questions where
 it does not are counted (`disagree`).
 """

@@ -6,7 +6,7 @@
 The fallback answers the question from passages retrieved for the question itself, so a
 policy is good when it keeps the gold passages and few others. `vanilla` is what the
 vanilla baseline reads (the top 5 by retrieval score); `steps` is the keep rule of the
-loop's relevance filter (SPEC 1.3.5); `dm_*` rank the 2w passages by DM_rel;
+loop's relevance filter (docs/method.md section 1, step 3.5); `dm_*` rank the 2w passages by DM_rel;
 `retrieval_top5_plus_2_passing` is what the fallback ships (`keep_for_fallback`).
 """
 

@@ -507,8 +507,9 @@ def direct_replay() -> str:
         "## DeFT direct-answer check replayed on today's code",
         "",
         _header(r),
-        "Each run's direct-answer check (SPEC step 2) replayed with today's retrieval and "
-        "trained DM: where neither the question's top w nor the outcome changed, today's "
+        "Each run's direct-answer check (docs/method.md section 1, step 2) replayed with "
+        "today's retrieval and trained DM: where neither the question's top w nor the "
+        "outcome changed, today's "
         "code takes the run's first step again.",
         "",
         "| run | replayed on | questions | direct then | direct now | top w differs | "
@@ -633,8 +634,9 @@ def cost_floor() -> str:
         "## DeFT: the least its rules can spend",
         "",
         _header(r),
-        "What SPEC section 1 still spends with a perfect writer (one call per sub-question), "
-        "a perfect DM and right answers (`bench/cost_floor.py` says how each is counted): "
+        "What the rules of docs/method.md section 1 still spend with a perfect writer (one "
+        "call per sub-question), a perfect DM and right answers (`bench/cost_floor.py` says "
+        "how each is counted): "
         "`loop`, the sub-question loop alone (two calls a hop and the final answer, none "
         "where the QA table's rules decide a comparison; each step reads its gold passage "
         "and the one ranked next); `direct`, the same with every question of at most 2 hops "
@@ -1110,8 +1112,9 @@ def depth_models() -> str:
         "## Decision model: the depth model",
         "",
         _header(r),
-        "The depth estimate (SPEC step 2: a direct answer only for questions of at most two "
-        "hops) is a logistic model over the question's embedding and the depth adapter's "
+        "The depth estimate (docs/method.md section 1, step 2: a direct answer only for "
+        "questions of at most two hops) is a logistic model over the question's embedding "
+        "and the depth adapter's "
         f"logit (`app.dm_train.fit_depth`), fitted on the {r['fit_examples']} `depth` rows "
         f"of `train` and `calib`, {r['extra_examples']} of them `extra_train`'s HotpotQA "
         "questions (all 2-hop), with ridge "

@@ -1,4 +1,4 @@
-"""The ChainRAG graph (SPEC section 3): decompose, then for each sub-question rewrite its
+"""The ChainRAG graph (docs/method.md section 3): decompose, then for each sub-question rewrite its
 back-references with earlier answers, gather sentences along the sentence graph, answer;
 finish with AnsInt or CxtInt (`Settings.chain_integration`)."""
 

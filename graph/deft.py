@@ -1,4 +1,4 @@
-"""The DeFT graph (SPEC section 1): an explicit state machine whose every step is a node
+"""The DeFT graph (docs/method.md section 1): an explicit state machine whose every step is a node
 and whose every yes/no choice is a decision-model judgement, routed by named edges."""
 
 from __future__ import annotations

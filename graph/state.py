@@ -94,7 +94,7 @@ def merge_passages(
 
 
 class DeftState(TurnState, total=False):
-    """The DeFT state machine (SPEC section 1). The LLM never tracks state: this does."""
+    """The DeFT state machine (docs/method.md section 1). The LLM never tracks state: this does."""
 
     question_passages: list[dict[str, Any]]  # R_w(Q)
     question_retrieval: list[float]  # Retriever.retrieval_signals of the search for R_w(Q)
@@ -133,7 +133,7 @@ class ChainStep(TypedDict):
 
 
 class ChainState(TurnState, total=False):
-    """ChainRAG (SPEC section 3): a plan of sub-questions answered one by one from the
+    """ChainRAG (docs/method.md section 3): a plan of sub-questions answered one by one from the
     sentences the graph expansion gathers, then integrated."""
 
     plan: list[str]  # sub-questions as decomposed; "#k" stands for answer k

@@ -1,4 +1,4 @@
-"""Sentence-graph expansion inside a DeFT step (SPEC section 3): when no retrieved passage
+"""Sentence-graph expansion inside a DeFT step (docs/method.md section 3): when no retrieved passage
 passes the relevance threshold, or the answer comes back unknown, walk the sentence graph
 from the sub-question's seed sentences. The first case expands before the step reads, so
 the reader reads once; the second lets it try once more. Only reached passages that the

@@ -1,6 +1,6 @@
 """ChainRAG's last steps: answer each sub-question from its gathered sentences, then
 integrate: AnsInt answers the question from the sub-answers, CxtInt from all gathered
-sentences, deduplicated and reranked against the question (SPEC section 3)."""
+sentences, deduplicated and reranked against the question (docs/method.md section 3)."""
 
 from __future__ import annotations
 

@@ -21,7 +21,7 @@ def keep_relevant(
     none_kept: int,
 ) -> list[dict[str, Any]]:
     """Those >= tau, best first, at most `max_kept`; one passing -> the top 2; none ->
-    the top `none_kept` (SPEC: 5)."""
+    the top `none_kept` (5 by default, docs/method.md section 1, step 3.5)."""
     ranked = sorted(zip(scores, range(len(passages)), strict=True), key=lambda t: (-t[0], t[1]))
     passing = [i for s, i in ranked if s >= tau]
     if len(passing) == 1:

@@ -1,5 +1,5 @@
 """The decision model (DM): one calibrated p(yes) for every yes/no judgement of the DeFT
-graph (SPEC section 2), so that fixed thresholds mean what they say.
+graph (docs/method.md section 2), so that fixed thresholds mean what they say.
 
 Backends, chosen per decision kind:
 

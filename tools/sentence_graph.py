@@ -1,5 +1,5 @@
 """The sentence graph at run time: seed sentences for a query, expansion along entity,
-semantic and adjacency edges, and the entity index (SPEC section 3).
+semantic and adjacency edges, and the entity index (docs/method.md section 3).
 
 Loaded once per index (`SentenceGraph.open`) from the files `app/graph_build.py` wrote;
 nothing is recomputed. Every tool returns an empty result, never an error, for a query
