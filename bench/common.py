@@ -23,14 +23,6 @@ RESULTS = ROOT / "bench" / "results"
 BENCHMARKS = ("musique", "2wikimultihopqa", "hotpotqa")
 
 
-def by_benchmark(sources: list[str]) -> dict[str, list[int]]:
-    """Row positions of every row ("all") and of each benchmark's, for per-benchmark scores."""
-    groups = {"all": list(range(len(sources)))}
-    for source in sorted(set(sources)):
-        groups[source] = [i for i, s in enumerate(sources) if s == source]
-    return groups
-
-
 def machine(gpu: str | None = None) -> str:
     """The machine in words; `gpu` names the accelerator a script ran on, if any."""
     mem_gib = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
@@ -48,18 +40,6 @@ def save(name: str, payload: dict[str, Any], gpu: str | None = None) -> Path:
     }
     out.write_text(json.dumps(payload, indent=2))
     return out
-
-
-def commit() -> str:
-    """The checkout's short commit, marked when code differs from it: what a replay ran.
-    Results and docs that differ (a run in progress writes them) do not count."""
-
-    def git(*args: str) -> str:
-        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True).stdout
-
-    code = (".", ":!bench/results", ":!docs")
-    dirty = git("status", "--porcelain", "--untracked-files=no", "--", *code).strip()
-    return git("rev-parse", "--short", "HEAD").strip() + (" with local changes" if dirty else "")
 
 
 def load_results(name: str) -> dict[str, Any] | None:

@@ -12,10 +12,10 @@ answering shallow questions directly when DM_direct says their passages suffice
 (`HOPRAG_DIRECT_ANSWER=on`), DeFT without the trained DM, without the QA cache, with its
 sub-questions planned first (`HOPRAG_SUB_QUESTIONS=plan`), DeFT answering directly every
 question its QA table's rules do not decide (both thresholds of the direct-answer check
-at 0; `bench.direct_threshold`), and ChainRAG with CxtInt;
+at 0), and ChainRAG with CxtInt;
 the graph is built first where an index lacks it. `--tag T` names the folders
-BENCHMARK-SYSTEM-T: such runs stay out of the main tables (bench/cache_study.py reads the
-QA-cache pair).
+BENCHMARK-SYSTEM-T: such runs stay out of docs/BENCHMARKS.md, whose tables show the
+systems and the variants above.
 
 Run folders land in bench/results/eval/BENCHMARK-SYSTEM/; `python -m bench.render`
 turns their summaries into docs/BENCHMARKS.md.
@@ -48,7 +48,7 @@ VARIANTS = {
     "deft-nocache": ("deft", {"HOPRAG_QA_CACHE": "off"}),
     "deft-plan": ("deft", {"HOPRAG_SUB_QUESTIONS": "plan"}),
     # every question the QA table's rules do not decide answered directly, its depth and
-    # direct probabilities still traced: what bench.direct_threshold mixes with `deft`
+    # direct probabilities still traced (docs/decisions.md: the direct-answer threshold)
     "deft-alldirect": ("deft", {"HOPRAG_TAU_SHALLOW": "0", "HOPRAG_TAU_DIRECT": "0"}),
     "chainrag-context": ("chainrag", {"HOPRAG_CHAIN_INTEGRATION": "context"}),
 }

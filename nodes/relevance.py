@@ -41,7 +41,7 @@ def keep_for_fallback(
     does, and the whole-question DM_rel picks out bridge passages ranked lower; together
     they keep the most gold passages of the policies measured on 2WikiMultihopQA and
     HotpotQA, and on MuSiQue all but the retrieval top 8, which reads 180 more words
-    (`python -m bench.fallback_keep`)."""
+    (docs/decisions.md, "Which of the fallback's 20 passages to read")."""
     top = list(passages[:head])
     lower = sorted(
         ((s, i) for i, s in enumerate(scores) if i >= head and s >= tau), key=lambda t: -t[0]
