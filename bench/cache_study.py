@@ -15,7 +15,7 @@ import json
 from statistics import mean, median
 from typing import Any
 
-from app.evaluation import load_run
+from app.eval.run import load_run
 from bench.common import RESULTS
 from tools.comparison import RULE
 

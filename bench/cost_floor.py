@@ -31,8 +31,8 @@ from pathlib import Path
 from statistics import mean, median
 from typing import Any
 
-from app.corpus import load_corpus
-from app.evaluation import load_run
+from app.eval.run import load_run
+from app.index.corpus import load_corpus
 from bench.common import RESULTS, find_run, questions, summarise_runs
 from bench.deft_costs import holds_all_gold
 from tools.comparison import decided_by_rule

@@ -26,8 +26,8 @@ from pathlib import Path
 from statistics import median
 from typing import Any
 
-from app.corpus import load_corpus
-from app.evaluation import load_run
+from app.eval.run import load_run
+from app.index.corpus import load_corpus
 from bench.common import RESULTS, find_run, summarise_runs
 
 

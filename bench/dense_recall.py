@@ -15,9 +15,9 @@ import argparse
 
 import numpy as np
 
-from app.embeddings import Embedder
+from app.encoders.embeddings import Embedder
+from app.index.store import CorpusIndex
 from app.settings import FUSION_DEPTH, Settings
-from app.store import CorpusIndex
 from bench.common import BENCHMARKS, questions, save
 from tools.retriever import Retriever
 

@@ -4,7 +4,7 @@ the depth model with the weights of its fit on a small grid, on every `dev` ques
     .venv/bin/python -m bench.depth_models [--data dm_data]
 
 Each model is fitted on the `depth` rows of `train` and `calib` (as `hoprag dm calibrate`
-fits the shipped one, `app.dm_train.fit_depth`): `extra` is the weight of `extra_train`'s
+fits the shipped one, `app.dm.train.fit_depth`): `extra` is the weight of `extra_train`'s
 HotpotQA questions (0 leaves them out), `deep` the weight of questions of more than two
 hops. Per benchmark, `shallow passing` and `deep passing` are the shares of questions of at
 most two hops, and of more, whose estimate reaches `tau_shallow`: the first is the share
@@ -20,9 +20,9 @@ from typing import Any
 
 import numpy as np
 
-from app.dm_data import EXTRA_HOTPOTQA_SOURCE, read_jsonl
-from app.dm_eval import auc, ece
-from app.dm_train import (
+from app.dm.data import EXTRA_HOTPOTQA_SOURCE, read_jsonl
+from app.dm.eval import auc, ece
+from app.dm.train import (
     DEPTH_DEEP_WEIGHT,
     DEPTH_EXTRA_WEIGHT,
     DEPTH_L2,
@@ -33,7 +33,7 @@ from app.dm_train import (
     fit_logistic,
     load_runtimes,
 )
-from app.embeddings import Embedder
+from app.encoders.embeddings import Embedder
 from app.settings import Settings
 from bench.common import by_benchmark, save
 from tools.decision import Platt

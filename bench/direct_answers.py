@@ -16,7 +16,7 @@ import argparse
 from collections import defaultdict
 from typing import Any
 
-from app.evaluation import load_run
+from app.eval.run import load_run
 from bench.common import find_run
 from tools.comparison import decided_by_rule
 

@@ -18,12 +18,12 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from app.dm_train import DM_DIR
-from app.embeddings import Embedder
-from app.evaluation import load_run
-from app.llm import LLMGateway
+from app.dm.train import DM_DIR
+from app.encoders.embeddings import Embedder
+from app.eval.run import load_run
+from app.index.store import CorpusIndex
+from app.llm.gateway import LLMGateway
 from app.settings import Settings
-from app.store import CorpusIndex
 from bench.common import commit, find_run, load_results, save
 from nodes.direct import check_direct_answer
 from tools.decision import DecisionModel, TrainedDM

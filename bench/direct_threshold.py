@@ -22,7 +22,7 @@ import argparse
 from statistics import mean
 from typing import Any
 
-from app.evaluation import load_run
+from app.eval.run import load_run
 from app.settings import Settings
 from bench.common import find_run, save
 from bench.cost_floor import direct_check

@@ -14,9 +14,9 @@ import argparse
 import random
 from pathlib import Path
 
-from app.dm_data import DMExample, read_jsonl
-from app.dm_eval import auc
-from app.dm_train import CROSS_KINDS
+from app.dm.data import DMExample, read_jsonl
+from app.dm.eval import auc
+from app.dm.train import CROSS_KINDS
 from app.settings import Settings
 from bench.common import save
 from tools.decision import TrainedDM

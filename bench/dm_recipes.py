@@ -5,7 +5,7 @@ examples of the cross-encoder kinds with raw logits: AUC per kind (calibration i
 so it cannot change AUC) and training seconds. Each recipe trains one adapter on every
 cross-encoder kind, as the shipped main adapter was trained before `same` got its own;
 one saved with `--adapters` can serve as the main adapter (`hoprag dm calibrate`). The
-comparison decides the default `Recipe` of `app/dm_train.py`; it needs a GPU to finish in
+comparison decides the default `Recipe` of `app/dm/train.py`; it needs a GPU to finish in
 minutes (on the 2-core CPU one epoch takes about 40 minutes), and runs anywhere torch
 does.
 
@@ -20,9 +20,9 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from app.dm_data import read_jsonl
-from app.dm_eval import auc
-from app.dm_train import CROSS_KINDS, Recipe, device, save_adapter, train_cross_encoder
+from app.dm.data import read_jsonl
+from app.dm.eval import auc
+from app.dm.train import CROSS_KINDS, Recipe, device, save_adapter, train_cross_encoder
 from bench.common import RESULTS, machine, save
 
 COMMAND = "python -m bench.dm_recipes --data dm_data"

@@ -15,10 +15,10 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable, Sequence
 
-from app.dm_train import DM_DIR
-from app.embeddings import Embedder
+from app.dm.train import DM_DIR
+from app.encoders.embeddings import Embedder
+from app.index.store import CorpusIndex
 from app.settings import Settings
-from app.store import CorpusIndex
 from bench.common import BENCHMARKS, questions, save
 from nodes.relevance import keep_for_fallback, keep_relevant
 from tools.decision import DecisionModel, TrainedDM

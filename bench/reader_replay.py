@@ -21,11 +21,11 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from app.evaluation import load_run
-from app.llm import LLMGateway
-from app.metrics import exact_match
+from app.eval.metrics import exact_match
+from app.eval.run import load_run
+from app.index.store import CorpusIndex
+from app.llm.gateway import LLMGateway
 from app.settings import Settings
-from app.store import CorpusIndex
 from bench.common import commit, find_run, load_results, save, trace_states
 from nodes.answer import read_passages
 from nodes.final import answer_from_rows, read_facts_and_passages

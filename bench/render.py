@@ -15,7 +15,7 @@ from itertools import takewhile
 from statistics import mean
 from typing import Any
 
-from app.evaluation import SUMMARY_COLUMNS, load_run, summarise
+from app.eval.run import SUMMARY_COLUMNS, load_run, summarise
 from bench.common import BENCHMARKS, RESULTS, ROOT, load_results, machine
 
 INTRO = """# Benchmarks
@@ -137,7 +137,7 @@ DEFT_BEFORE_SERVER = {
 
 def deft_speed() -> str:
     """deft's seconds per question on llama-server against its last run on the old server."""
-    from app.report import compare_runs
+    from app.eval.report import compare_runs
 
     rows = []
     for bench, archived in DEFT_BEFORE_SERVER.items():
@@ -285,7 +285,7 @@ def _twin_variants() -> list[tuple[str, str]]:
 
 def _paired_tests(bench: str, systems: set[str]) -> list[str]:
     """McNemar's exact test of deft against the baselines, on the questions both answered."""
-    from app.report import compare_runs
+    from app.eval.report import compare_runs
 
     pairs = [(b, "deft") for b in ("vanilla", "iterative") if {b, "deft"} <= systems]
     if "deft" in systems:
@@ -1014,7 +1014,7 @@ def dm_eval() -> str:
         "relevant, including later hops' passages that nothing in the question names; the "
         "trained DM judges these as the direct answer and the fallback do, in a batch with "
         "the question's top-w passages, whose title links its whole-question model reads: "
-        "`app.dm_train.question_rel_features`) or one gold sub-question (the graph's "
+        "`app.dm.train.question_rel_features`) or one gold sub-question (the graph's "
         "per-step relevance filter). Targets: AUC >= "
         + ", ".join(f"{k} {v}" for k, v in targets.items())
         + "; ECE <= 0.05.",
@@ -1067,7 +1067,7 @@ def direct_models() -> str:
         "",
         _header(r),
         f"DM_direct is a logistic model over features of the question's top-w passages "
-        "(`app.dm_train.direct_features`: relevance, relevance carried over title links, "
+        "(`app.dm.train.direct_features`: relevance, relevance carried over title links, "
         "the depth estimate, titles named in the question, the whole-question relevances "
         "and how many pass) and of the retrieval that found them "
         "(`Retriever.retrieval_signals`: the fused score at rank 2, its lead over rank 3, "
@@ -1112,7 +1112,7 @@ def depth_models() -> str:
         _header(r),
         "The depth estimate (SPEC step 2: a direct answer only for questions of at most two "
         "hops) is a logistic model over the question's embedding and the depth adapter's "
-        f"logit (`app.dm_train.fit_depth`), fitted on the {r['fit_examples']} `depth` rows "
+        f"logit (`app.dm.train.fit_depth`), fitted on the {r['fit_examples']} `depth` rows "
         f"of `train` and `calib`, {r['extra_examples']} of them `extra_train`'s HotpotQA "
         "questions (all 2-hop), with ridge "
         f"{r['ridge']}; `extra` and `deep` are the weights of those questions and of deep "
@@ -1238,7 +1238,7 @@ def dm_in_graph() -> str:
     """The DeFT graph with the trained DM against the zero-shot DM (`deft` vs
     `deft-zeroshot`), per benchmark, on the questions both runs answered."""
     from app.errors import UserError
-    from app.report import compare_runs
+    from app.eval.report import compare_runs
 
     rows = []
     for bench in BENCHMARKS:

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import re
 
-from app.dm_data import load_items
-from app.embeddings import Embedder
+from app.dm.data import load_items
+from app.encoders.embeddings import Embedder
+from app.index.store import CorpusIndex
 from app.settings import Settings
-from app.store import CorpusIndex
 from app.traindata import musique_chain, wiki2_chain
 from bench.common import DATA, questions, save
 from tools.decision import DecisionModel

@@ -25,9 +25,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from app.dm_data import read_jsonl
-from app.dm_eval import auc, ece
-from app.dm_train import DM_DIR
+from app.dm.data import read_jsonl
+from app.dm.eval import auc, ece
+from app.dm.train import DM_DIR
 from app.settings import Settings
 from bench.common import save
 from tools.decision import TrainedDM

@@ -17,8 +17,8 @@ import argparse
 import re
 from typing import Any
 
-from app.dm_eval import auc
-from app.evaluation import load_run
+from app.dm.eval import auc
+from app.eval.run import load_run
 from bench.common import find_run
 
 

@@ -21,9 +21,9 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from app.dm_data import read_jsonl
-from app.dm_eval import auc, ece
-from app.evaluation import load_run
+from app.dm.data import read_jsonl
+from app.dm.eval import auc, ece
+from app.eval.run import load_run
 from app.settings import Settings
 from bench.common import find_run, save
 from prompts import format_qa_table

@@ -18,9 +18,9 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from app.embeddings import Embedder
-from app.evaluation import load_run
-from app.llm import LLMGateway
+from app.encoders.embeddings import Embedder
+from app.eval.run import load_run
+from app.llm.gateway import LLMGateway
 from app.settings import Settings
 from bench.common import commit, find_run, load_results, save, trace_states
 from nodes.sub_question import write_sub_question

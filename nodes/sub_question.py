@@ -22,7 +22,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.runtime import Runtime
 from spacy.lang.en.stop_words import STOP_WORDS
 
-from app.llm import LLMGateway
+from app.llm.gateway import LLMGateway
 from app.settings import (
     CACHE_FILLER_WORDS,
     CHAIN_MAX_SUB_QUESTIONS,

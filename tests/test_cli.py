@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from langchain_openai import ChatOpenAI
 
-from app.llm import free_port
+from app.llm.gateway import free_port
 from tests.conftest import HOPRAG, SAMPLE_CORPUS, assert_user_error, run_cli
 
 

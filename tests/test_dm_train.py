@@ -12,8 +12,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from app import dm_eval, dm_train
-from app.dm_data import DMExample, write_jsonl
+from app.dm import eval as dm_eval
+from app.dm import train as dm_train
+from app.dm.data import DMExample, write_jsonl
 from app.errors import UserError
 from tools.decision import DecisionModel, Platt, TrainedDM
 

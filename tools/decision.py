@@ -12,7 +12,7 @@ Backends, chosen per decision kind:
   a Platt scaling fitted on training questions' gold passages. One batched embedding call
   scores all w passages in milliseconds, where the 1.5B chat model needs about 20 s.
 
-* ``trained``: the fine-tuned MiniLM cross-encoder of `app/dm_train.py` (LoRA adapter and
+* ``trained``: the fine-tuned MiniLM cross-encoder of `app/dm/train.py` (LoRA adapter and
   calibration in ``app/data/dm/``), for the kinds its `dm.json` lists under ``use_for``
   (set by measurement against the zero-shot backend). Without a trained DM, or with a
   damaged one (a warning names the file), those kinds use their zero-shot backend.
@@ -31,10 +31,10 @@ from typing import Any, Literal
 import numpy as np
 from langchain_core.tools import BaseTool, StructuredTool
 
-from app.corpus import passage_text
-from app.embeddings import Embedder
-from app.llm import LLMGateway
-from app.store import CorpusIndex
+from app.encoders.embeddings import Embedder
+from app.index.corpus import passage_text
+from app.index.store import CorpusIndex
+from app.llm.gateway import LLMGateway
 from prompts import format_passages, format_qa_table, load_prompt
 
 DecisionKind = Literal["rel", "direct", "depth", "suff", "same"]
@@ -151,7 +151,7 @@ class Calibration:
 
 
 # What the cross-encoder reads for each kind, from the zero-shot prompts' variables:
-# (text_a, text_b) exactly as `app/dm_data.py` built the training pairs.
+# (text_a, text_b) exactly as `app/dm/data.py` built the training pairs.
 TRAINED_INPUTS = {
     "depth": lambda v: (v["question"], ""),
     "suff": lambda v: (v["question"], v["qa_table"]),
@@ -164,7 +164,7 @@ class TrainedDM:
     loaded once, each scores a batch in one forward pass."""
 
     def __init__(self, folder: Path, runtime_dir: Path, embedder: Embedder | None = None) -> None:
-        from app.dm_train import (
+        from app.dm.train import (
             DIRECT_FEATURES,
             DIRECT_RETRIEVED_FEATURES,
             QUESTION_REL_FEATURES,
@@ -219,9 +219,9 @@ class TrainedDM:
         return [platt(float(x)) for x in logits]
 
     def p_shallow(self, questions: Sequence[str]) -> list[float]:
-        """p(at most two hops) from the depth model (`app.dm_train.fit_depth`), which
+        """p(at most two hops) from the depth model (`app.dm.train.fit_depth`), which
         reads the question's embedding beside the adapter's logit."""
-        from app.dm_train import depth_inputs, depth_probabilities
+        from app.dm.train import depth_inputs, depth_probabilities
 
         if self.embedder is None:
             self.embedder = Embedder(self.runtime_dir)
@@ -230,8 +230,8 @@ class TrainedDM:
 
     def p_question_rel(self, question: str, passages: Sequence[str]) -> list[float]:
         """Relevance to the whole question of each passage, judged with the batch's title
-        links (`app.dm_train.question_rel_features`)."""
-        from app.dm_train import whole_question_relevance
+        links (`app.dm.train.question_rel_features`)."""
+        from app.dm.train import whole_question_relevance
 
         rel = self.p("rel", [(question, t) for t in passages])
         model = self.meta["question_rel"] if self.question_rel_fits else None
@@ -243,7 +243,7 @@ class TrainedDM:
         """Passages a retrieval found, with its `retrieval_signals`, are judged by the
         `direct` model; text gathered otherwise by `direct_gathered`. 0 when they were
         fitted on other features (an older `dm.json`)."""
-        from app.dm_train import direct_inputs, direct_probability
+        from app.dm.train import direct_inputs, direct_probability
 
         if not self.direct_fits:
             return 0.0
@@ -354,7 +354,7 @@ class DecisionModel:
         return self._llm("same", first=first, second=second)
 
     def p_text(self, kind: DecisionKind, text_a: str, text_b: str) -> float:
-        """One judgement from the two texts a training example holds (`app/dm_data.py`):
+        """One judgement from the two texts a training example holds (`app/dm/data.py`):
         for evaluating any backend on the same examples."""
         if kind == "rel":
             title, _, text = text_b.partition(": ")

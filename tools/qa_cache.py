@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 import Stemmer
 
-from app.embeddings import Embedder
-from app.metrics import normalize_answer
+from app.encoders.embeddings import Embedder
+from app.eval.metrics import normalize_answer
 from app.settings import CACHE_CANDIDATES, CACHE_FILLER_WORDS, CACHE_MIN_COSINE
 
 SCHEMA = """

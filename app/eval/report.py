@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from app.errors import UserError
-from app.evaluation import PER_QUESTION_METRICS, SUMMARY_COLUMNS, load_run, summarise
-from app.metrics import mcnemar_exact
+from app.eval.metrics import mcnemar_exact
+from app.eval.run import PER_QUESTION_METRICS, SUMMARY_COLUMNS, load_run, summarise
 
 COMPARED = (*PER_QUESTION_METRICS, "seconds")
 PAIRED_TESTS = ("em", "judged")

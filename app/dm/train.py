@@ -34,9 +34,9 @@ from app.errors import UserError
 from tools.title_links import title_links, titles_named
 
 if TYPE_CHECKING:  # the trainer itself needs only torch, transformers and peft
-    from app.dm_data import DMExample
+    from app.dm.data import DMExample
 
-DM_DIR = Path(__file__).parent / "data" / "dm"
+DM_DIR = Path(__file__).resolve().parents[1] / "data" / "dm"
 DM_VERSION = "minilm-lora-1"
 DM_MAX_TOKENS = 256
 BASE_MODEL_NAME = "all-MiniLM-L6-v2"  # what adapter_config.json names; loading uses base_model_dir
@@ -97,7 +97,7 @@ QUESTION_REL_FEATURES = (  # what `question_rel_features` returns per passage, i
 # (`hoprag dm eval`).
 QUESTION_REL_L2 = 5.0
 # The depth model: a logistic model over the question's embedding and the depth adapter's
-# logit. Extra HotpotQA questions (all 2-hop, `app.dm_data.extra_hotpotqa_depth_examples`)
+# logit. Extra HotpotQA questions (all 2-hop, `app.dm.data.extra_hotpotqa_depth_examples`)
 # count half, so that one benchmark's style does not outweigh the rest; deep questions
 # (a sixth of the rows) count twice. Chosen on dev from a small grid
 # (`python -m bench.depth_models`): AUC 0.94 -> 0.97, HotpotQA passing 72% -> 87%.
@@ -194,7 +194,7 @@ class FastCrossEncoder:
     tokenizer: Any
 
     def logits(self, pairs: Sequence[tuple[str, str, str]]) -> np.ndarray:
-        from app.onnx_runtime import feed
+        from app.encoders.onnx_runtime import feed
 
         out = [self.session.run(None, feed(tokenise(self.tokenizer, [t])))[0][0, 0] for t in pairs]
         return np.asarray(out, dtype=np.float32)
@@ -202,7 +202,7 @@ class FastCrossEncoder:
 
 def runtime_path(adapter_dir: Path, runtime_dir: Path) -> Path:
     """The runtime file of this adapter (a changed adapter gets a new one)."""
-    from app.onnx_runtime import runtime_path as path_for
+    from app.encoders.onnx_runtime import runtime_path as path_for
 
     weights = adapter_dir / "adapter_model.safetensors"
     return path_for(runtime_dir, "dm", f"{DM_VERSION}/{RUNTIME_VERSION}", weights)
@@ -223,7 +223,7 @@ def load_runtime(adapter_dir: Path, runtime_dir: Path) -> FastCrossEncoder:
     reused while the adapter is unchanged."""
     from transformers import AutoTokenizer
 
-    from app.onnx_runtime import cached_session, export_bert
+    from app.encoders.onnx_runtime import cached_session, export_bert
 
     def export(path: Path) -> None:
         encoder = load_model(adapter_dir)
@@ -582,7 +582,7 @@ def depth_weights(
 ) -> np.ndarray:
     """Row weights of the depth fit: `extra_weight` for extra_train's HotpotQA questions,
     `deep_weight` for deep ones (`bench.depth_models` tries others)."""
-    from app.dm_data import EXTRA_HOTPOTQA_SOURCE
+    from app.dm.data import EXTRA_HOTPOTQA_SOURCE
 
     return np.array(
         [
@@ -646,7 +646,7 @@ def train(
     """Train each adapter on its kinds (or `only` the one named, keeping the others),
     save them, then calibrate their fast runtimes (see `calibrate`). `dm.json` goes
     first, so a half-trained DM is never served."""
-    from app.dm_data import read_jsonl
+    from app.dm.data import read_jsonl
 
     adapters = [adapter_named(only)] if only else list(ADAPTERS)
     require_adapters(out_dir, [a for a in ADAPTERS if a not in adapters])
@@ -746,8 +746,8 @@ def calibrate(
     Writes `dm.json`, which records each adapter's training."""
     from tqdm import tqdm
 
-    from app.dm_data import read_jsonl
-    from app.embeddings import Embedder
+    from app.dm.data import read_jsonl
+    from app.encoders.embeddings import Embedder
     from tools.decision import fit_platt
 
     started = time.monotonic()

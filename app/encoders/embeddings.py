@@ -1,6 +1,6 @@
 """Sentence embeddings with all-MiniLM-L6-v2, loaded from its PyPI package (no hub).
 
-Given a runtime folder, the model runs as a fused ONNX graph (`app.onnx_runtime`), built
+Given a runtime folder, the model runs as a fused ONNX graph (`app.encoders.onnx_runtime`), built
 there on first use: the same vectors (within 1e-6), somewhat faster on this CPU than
 torch (MuSiQue's sentence graph: 159 s of embedding instead of 171 s)."""
 
@@ -45,7 +45,7 @@ class Embedder:
     def _runtime(self, runtime_dir: Path) -> Any:
         """The fused ONNX graph of the transformer's token vectors (pooling stays in
         numpy), exported once per model file."""
-        from app.onnx_runtime import cached_session, export_bert, runtime_path
+        from app.encoders.onnx_runtime import cached_session, export_bert, runtime_path
 
         def export(path: Path) -> None:
             bert = self.model[0].auto_model
@@ -73,7 +73,7 @@ class Embedder:
         model does; texts sorted by length so that each batch pads little."""
         from tqdm import tqdm
 
-        from app.onnx_runtime import feed
+        from app.encoders.onnx_runtime import feed
 
         order = np.argsort([len(t) for t in texts], kind="stable")
         out = np.zeros((len(texts), self.dim), dtype=np.float32)

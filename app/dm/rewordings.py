@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from app.dm_data import REWORDINGS_FILE, SPLITS, load_items
+from app.dm.data import REWORDINGS_FILE, SPLITS, load_items
 from app.traindata import named_subject, phrase_relation
 
 REWORDINGS_PER_RELATION = 4  # what the prompt asks for; more lines are dropped

@@ -49,7 +49,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from app.corpus import passage_text as corpus_passage_text
+from app.index.corpus import passage_text as corpus_passage_text
 from app.traindata import (
     musique_chain,
     named_subject,
@@ -58,7 +58,7 @@ from app.traindata import (
     wiki2_chain,
 )
 
-REWORDINGS_FILE = Path(__file__).parent / "data" / "dm_rewordings.json"
+REWORDINGS_FILE = Path(__file__).resolve().parents[1] / "data" / "dm_rewordings.json"
 SPLITS = ("train", "dev")  # the benchmark splits examples are built from
 EXTRA_HOTPOTQA_SOURCE = "extra_train/hotpotqa"
 CALIBRATION_SHARE = 0.15  # of training questions, held apart to fit the temperatures
@@ -519,8 +519,8 @@ def build(
         near = suff_near_misses(item, answers) if suff_near_misses_too else ()
         return [*suff_examples(item), *near]
 
-    from app.embeddings import Embedder
-    from app.store import CorpusIndex
+    from app.encoders.embeddings import Embedder
+    from app.index.store import CorpusIndex
     from tools.retriever import Retriever
 
     embedder = Embedder(settings.runtime_dir)

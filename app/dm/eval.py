@@ -160,7 +160,7 @@ def evaluate(
 
     from tqdm import tqdm
 
-    from app.dm_train import (
+    from app.dm.train import (
         is_question_rel,
         question_batch,
         question_contexts,
