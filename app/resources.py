@@ -7,7 +7,7 @@ import threading
 from dataclasses import dataclass, field
 from functools import cache
 
-from app.dm.train import DM_DIR
+from app.dm.features import DM_DIR
 from app.encoders.embeddings import Embedder
 from app.index.store import CorpusIndex
 from app.llm.gateway import LLMGateway

@@ -20,23 +20,21 @@ from typing import Any
 
 import numpy as np
 
+from app.dm.calibration import Platt
 from app.dm.data import EXTRA_HOTPOTQA_SOURCE, read_jsonl
 from app.dm.eval import auc, ece
+from app.dm.features import DM_DIR, depth_inputs, depth_probabilities
+from app.dm.runtime import load_runtimes
 from app.dm.train import (
     DEPTH_DEEP_WEIGHT,
     DEPTH_EXTRA_WEIGHT,
     DEPTH_L2,
-    DM_DIR,
-    depth_inputs,
-    depth_probabilities,
     depth_weights,
     fit_logistic,
-    load_runtimes,
 )
 from app.encoders.embeddings import Embedder
 from app.settings import Settings
 from bench.common import by_benchmark, save
-from tools.decision import Platt
 
 EXTRA_WEIGHTS = (0.0, DEPTH_EXTRA_WEIGHT, 1.0)
 DEEP_WEIGHTS = (1.0, DEPTH_DEEP_WEIGHT)

@@ -6,7 +6,7 @@ a linear model.
 
 Both are fitted on the `direct` examples of `train` and `calib` (as `hoprag dm
 calibrate` fits the shipped one) and scored on every `dev` example, from the features
-the served runtime gives (`app.dm.train.direct_inputs`). "Linear" is a logistic model
+the served runtime gives (`app.dm.features.direct_inputs`). "Linear" is a logistic model
 over `DIRECT_RETRIEVED_FEATURES` (ridge 1); "quadratic" is `fit_direct`, the shipped
 model; "without retrieval signals" drops `RETRIEVAL_SIGNALS` (as shipped before them,
 and as `direct_gathered` is); "per-passage relevance only" drops the features read from
@@ -27,24 +27,20 @@ import numpy as np
 from tqdm import tqdm
 
 from app.cli import _benchmark_passages
-from app.dm.data import read_jsonl
+from app.dm.calibration import sigmoid
+from app.dm.data import read_jsonl, retrieval_signals_of
 from app.dm.eval import auc, ece
-from app.dm.train import (
+from app.dm.features import (
     DIRECT_FEATURES,
-    DIRECT_L2,
     DM_DIR,
     direct_inputs,
     direct_probability,
-    fit_direct,
-    fit_logistic,
-    fit_quadratic,
-    load_runtime,
     quadratic_probabilities,
-    retrieval_signals_of,
 )
+from app.dm.runtime import load_runtime
+from app.dm.train import DIRECT_L2, fit_direct, fit_logistic, fit_quadratic
 from app.settings import Settings
 from bench.common import by_benchmark, save
-from tools.decision import sigmoid
 
 LINEAR_L2 = 1.0
 

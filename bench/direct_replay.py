@@ -18,7 +18,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from app.dm.train import DM_DIR
+from app.dm.features import DM_DIR
 from app.encoders.embeddings import Embedder
 from app.eval.run import load_run
 from app.index.store import CorpusIndex

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from app.dm.data import DMExample, read_jsonl
 from app.dm.eval import auc
-from app.dm.train import CROSS_KINDS
+from app.dm.features import CROSS_KINDS
 from app.settings import Settings
 from bench.common import save
 from tools.decision import TrainedDM

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from app.dm.data import read_jsonl
 from app.dm.eval import rel_latency_ms
-from app.dm.train import DM_DIR
+from app.dm.features import DM_DIR
 from app.settings import Settings
 from bench.common import save
 from tools.decision import TrainedDM

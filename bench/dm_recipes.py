@@ -22,7 +22,9 @@ from pathlib import Path
 
 from app.dm.data import read_jsonl
 from app.dm.eval import auc
-from app.dm.train import CROSS_KINDS, Recipe, device, save_adapter, train_cross_encoder
+from app.dm.features import CROSS_KINDS
+from app.dm.torch_model import device
+from app.dm.train import Recipe, save_adapter, train_cross_encoder
 from bench.common import RESULTS, machine, save
 
 COMMAND = "python -m bench.dm_recipes --data dm_data"

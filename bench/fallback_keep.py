@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable, Sequence
 
-from app.dm.train import DM_DIR
+from app.dm.features import DM_DIR
 from app.encoders.embeddings import Embedder
 from app.index.store import CorpusIndex
 from app.settings import Settings

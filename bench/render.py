@@ -1014,7 +1014,7 @@ def dm_eval() -> str:
         "relevant, including later hops' passages that nothing in the question names; the "
         "trained DM judges these as the direct answer and the fallback do, in a batch with "
         "the question's top-w passages, whose title links its whole-question model reads: "
-        "`app.dm.train.question_rel_features`) or one gold sub-question (the graph's "
+        "`app.dm.features.question_rel_features`) or one gold sub-question (the graph's "
         "per-step relevance filter). Targets: AUC >= "
         + ", ".join(f"{k} {v}" for k, v in targets.items())
         + "; ECE <= 0.05.",
@@ -1067,7 +1067,7 @@ def direct_models() -> str:
         "",
         _header(r),
         f"DM_direct is a logistic model over features of the question's top-w passages "
-        "(`app.dm.train.direct_features`: relevance, relevance carried over title links, "
+        "(`app.dm.features.direct_features`: relevance, relevance carried over title links, "
         "the depth estimate, titles named in the question, the whole-question relevances "
         "and how many pass) and of the retrieval that found them "
         "(`Retriever.retrieval_signals`: the fused score at rank 2, its lead over rank 3, "

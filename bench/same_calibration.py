@@ -27,7 +27,7 @@ from typing import Any
 
 from app.dm.data import read_jsonl
 from app.dm.eval import auc, ece
-from app.dm.train import DM_DIR
+from app.dm.features import DM_DIR
 from app.settings import Settings
 from bench.common import save
 from tools.decision import TrainedDM

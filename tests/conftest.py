@@ -60,7 +60,7 @@ def ner():
 @pytest.fixture(scope="session")
 def trained_dm(settings: Settings):
     """The shipped trained DM (app/data/dm), as users get it."""
-    from app.dm.train import DM_DIR
+    from app.dm.features import DM_DIR
     from tools.decision import TrainedDM
 
     dm = TrainedDM.load(DM_DIR, settings.runtime_dir)

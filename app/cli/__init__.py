@@ -890,6 +890,7 @@ def dm_train(
     From scratch in one command: without examples in --data it builds them first."""
     from app.dm import data as builder
     from app.dm import train as trainer
+    from app.dm.features import DM_DIR
 
     settings = _settings()
     if not any((data / name).is_file() for name in ("train.jsonl", "calib.jsonl", "dev.jsonl")):
@@ -902,7 +903,7 @@ def dm_train(
         trainer.adapter_named(adapter)  # a wrong name fails before any work
     meta = trainer.train(
         data,
-        out or trainer.DM_DIR,
+        out or DM_DIR,
         settings.runtime_dir,
         _benchmark_passages(settings),
         only=adapter,
@@ -918,13 +919,12 @@ def dm_calibrate(
     whole-question relevance model of the saved adapters (for adapters trained elsewhere, e.g. by
     `bench.dm_recipes` on a GPU)."""
     from app.dm import train as trainer
+    from app.dm.features import DM_DIR
 
     _require_dm_data(data, ("train.jsonl", "calib.jsonl"))
-    trainer.require_adapters(trainer.DM_DIR)
+    trainer.require_adapters(DM_DIR)
     settings = Settings()
-    meta = trainer.calibrate(
-        data, trainer.DM_DIR, settings.runtime_dir, _benchmark_passages(settings)
-    )
+    meta = trainer.calibrate(data, DM_DIR, settings.runtime_dir, _benchmark_passages(settings))
     typer.echo(json.dumps(meta, indent=2))
 
 
@@ -949,7 +949,7 @@ def dm_eval(
     trained DM then serves each kind where its AUC is at least the zero-shot one."""
     from app.dm import eval as evaluation
     from app.dm.data import read_jsonl
-    from app.dm.train import DM_DIR
+    from app.dm.features import DM_DIR
     from app.encoders.embeddings import Embedder
     from app.llm.gateway import LLMGateway
     from tools.decision import DecisionModel, TrainedDM

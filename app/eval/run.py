@@ -103,7 +103,7 @@ def deft_signature(settings: Settings) -> str:
 def dm_signature(settings: Settings) -> str:
     """Which decision model judges: the zero-shot calibration and, when used, the trained
     DM (its dm.json holds the calibration and the kinds it serves)."""
-    from app.dm.train import DM_DIR
+    from app.dm.features import DM_DIR
     from tools.decision import CALIBRATION_FILE
 
     def digest(path: Path) -> str:
