@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from app.cli import _benchmark_passages
+from app.cli.dm import _benchmark_passages
 from app.dm.calibration import sigmoid
 from app.dm.data import read_jsonl, retrieval_signals_of
 from app.dm.eval import auc, ece

@@ -29,7 +29,7 @@ def no_models(monkeypatch: pytest.MonkeyPatch) -> None:
         raise AssertionError("a model was loaded before the input was checked")
 
     monkeypatch.setattr(app.resources.Resources, "open", refuse)
-    monkeypatch.setattr("app.index.indexing.build_index", refuse)
+    monkeypatch.setattr("app.eval.run.build_index", refuse)
 
 
 def _questions(tmp_path: Path, mutate) -> Path:

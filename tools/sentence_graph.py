@@ -18,6 +18,7 @@ from scipy import sparse
 
 from app.encoders.embeddings import Embedder
 from app.index.graph_build import EDGE_TYPES, GRAPH_FILE, VECTORS_FILE
+from app.index.nlp import SentenceNER
 from app.index.store import CorpusIndex, SentenceRecord
 from app.settings import (
     GRAPH_MAX_HOPS,
@@ -81,8 +82,6 @@ class SentenceGraph:
     @property
     def ner(self) -> Any:
         if self._ner is None:  # spaCy loads on the first entity query only
-            from app.index.nlp import SentenceNER
-
             self._ner = SentenceNER()
         return self._ner
 
