@@ -11,8 +11,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+import httpx
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.types import Overwrite
+from langgraph_sdk import get_sync_client
 
 from app.errors import ServiceError, UserError
 from app.settings import Settings
@@ -43,8 +46,6 @@ def open_checkpointer(
         with _postgres(settings.postgres_url) as saver:
             yield saver
         return
-    from langgraph.checkpoint.sqlite import SqliteSaver
-
     path = settings.home / "checkpoints.sqlite"
     if reading is not None and not path.is_file():
         raise no_such_run(reading)
@@ -67,7 +68,7 @@ def open_checkpointer(
 
 @contextmanager
 def _postgres(url: str) -> Iterator[BaseCheckpointSaver]:
-    try:
+    try:  # an optional backend: its packages may be missing
         import psycopg
         from langgraph.checkpoint.postgres import PostgresSaver
         from psycopg.rows import dict_row
@@ -163,9 +164,6 @@ def read_server_run(url: str, thread_id: str) -> RunRecord:
     """The thread's last run on a LangGraph server (`hoprag serve`), which keeps its own
     threads: the same record as `read_run`, from the thread's state history (each state's
     tasks carry the writes of the node that ran)."""
-    import httpx
-    from langgraph_sdk import get_sync_client
-
     try:
         history = get_sync_client(url=url).threads.get_history(thread_id, limit=1000)[::-1]
     except httpx.HTTPStatusError as exc:

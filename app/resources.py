@@ -7,11 +7,11 @@ import threading
 from dataclasses import dataclass, field
 from functools import cache
 
-from app.dm_train import DM_DIR
-from app.embeddings import Embedder
-from app.llm import LLMGateway
+from app.dm.features import DM_DIR
+from app.encoders.embeddings import Embedder
+from app.index.store import CorpusIndex
+from app.llm.gateway import LLMGateway
 from app.settings import Settings
-from app.store import CorpusIndex
 from tools.decision import DecisionModel, TrainedDM
 from tools.examples import ExampleBank
 from tools.qa_cache import QACache

@@ -107,7 +107,7 @@ SERVER_START_TIMEOUT_S = 180.0
 LLM_SERVE_PORT = 8080
 SERVER_HEALTH_POLL_S = 0.5
 # It is llama.cpp's own `llama-server`, compiled from the sources vendored in this sdist
-# (app/engine.py): static, tuned for the CPU it is built on, without web UI or TLS.
+# (app/llm/engine.py): static, tuned for the CPU it is built on, without web UI or TLS.
 ENGINE_SDIST = "llama-cpp-python==0.3.36"
 ENGINE_CMAKE_FLAGS = (
     "-DCMAKE_BUILD_TYPE=Release",

@@ -22,19 +22,13 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from app.embeddings import Embedder
-from app.llm import LLMGateway
+from app.dm.calibration import fit_platt, logit
+from app.encoders.embeddings import Embedder
+from app.index.store import CorpusIndex
+from app.llm.gateway import LLMGateway
 from app.settings import Settings
-from app.store import CorpusIndex
 from bench.common import questions
-from tools.decision import (
-    CALIBRATION_FILE,
-    Calibration,
-    DecisionModel,
-    fit_platt,
-    logit,
-    rel_cosines,
-)
+from tools.decision import CALIBRATION_FILE, Calibration, DecisionModel, rel_cosines
 from tools.retriever import Retriever
 
 SEED = 13

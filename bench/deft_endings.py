@@ -15,7 +15,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from app.evaluation import load_run
+from app.eval.run import load_run
 from bench.common import RESULTS, find_run
 
 

@@ -29,9 +29,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from app.corpus import load_corpus
-from app.evaluation import load_run
-from app.metrics import normalize_answer
+from app.eval.metrics import normalize_answer
+from app.eval.run import load_run
+from app.index.corpus import load_corpus
 from bench.common import find_run, summarise_runs, trace_states
 from bench.deft_endings import final_node
 

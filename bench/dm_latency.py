@@ -9,9 +9,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from app.dm_data import read_jsonl
-from app.dm_eval import rel_latency_ms
-from app.dm_train import DM_DIR
+from app.dm.data import read_jsonl
+from app.dm.eval import rel_latency_ms
+from app.dm.features import DM_DIR
 from app.settings import Settings
 from bench.common import save
 from tools.decision import TrainedDM

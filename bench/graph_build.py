@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 
-from app.graph_build import GRAPH_FILE, VECTORS_FILE
+from app.index.graph_build import GRAPH_FILE, VECTORS_FILE
 from app.settings import Settings
 from bench.common import ROOT, run_measured, run_per_corpus
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from statistics import mean
 from typing import Any
 
-from app.evaluation import load_run, summarise
+from app.eval.run import load_run, summarise
 from bench.common import BENCHMARKS, RESULTS, ROOT, load_results, machine
 
 INTRO = """# Benchmarks
@@ -240,7 +240,7 @@ def _run_commit(folder: Path) -> str:
 def _p_em(a: Path, b: Path) -> str:
     """McNemar's exact p on EM over the questions both runs answered (`hoprag eval compare`)."""
     from app.errors import UserError
-    from app.report import compare_runs
+    from app.eval.report import compare_runs
 
     try:
         rows = {r["metric"]: r for r in compare_runs(a, b)["rows"]}
@@ -583,7 +583,7 @@ def serving() -> Section:
 
 def deft_speed() -> Section:
     """deft's seconds per question on llama-server against its last run on the old server."""
-    from app.report import compare_runs
+    from app.eval.report import compare_runs
 
     rows, pending, standing = [], [], []
     ratios, em_kept, medians, reuse = [], [], [], []

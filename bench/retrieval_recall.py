@@ -11,9 +11,9 @@ from __future__ import annotations
 import argparse
 from collections import defaultdict
 
-from app.embeddings import Embedder
+from app.encoders.embeddings import Embedder
+from app.index.store import CorpusIndex
 from app.settings import Settings
-from app.store import CorpusIndex
 from bench.common import BENCHMARKS, questions, save
 from tools.retriever import Retriever
 

@@ -29,7 +29,7 @@ import signal
 import subprocess
 import sys
 
-from app.graph_build import GRAPH_FILE
+from app.index.graph_build import GRAPH_FILE
 from app.settings import Settings
 from bench.common import BENCHMARKS, DATA, RESULTS, ROOT
 

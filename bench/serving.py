@@ -34,10 +34,10 @@ from typing import Any
 
 from langchain_core.messages import messages_from_dict, messages_to_dict
 
-from app.evaluation import run_eval
-from app.llm import LLMGateway, free_port
-from app.metrics import prompt_reuse
-from app.models import require_model
+from app.eval.metrics import prompt_reuse
+from app.eval.run import run_eval
+from app.llm.gateway import LLMGateway, free_port
+from app.llm.models import require_model
 from app.settings import Settings
 from bench.common import DATA, RESULTS, save
 
@@ -126,7 +126,7 @@ def gateway_for(name: str) -> Iterator[LLMGateway]:
     threads = str(os.cpu_count() or 1)
     server = subprocess.Popen(  # under the watchdog that ends it with this process
         [
-            sys.executable, "-m", "app.llm_server", str(os.getpid()),
+            sys.executable, "-m", "app.llm.server", str(os.getpid()),
             sys.executable, "-m", "llama_cpp.server", "--model", str(require_model(settings)),
             "--model_alias", settings.model, "--host", "127.0.0.1", "--port", str(port),
             "--n_ctx", str(settings.llm_ctx), "--n_threads", threads,

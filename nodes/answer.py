@@ -6,8 +6,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from app.llm import LLMGateway
-from app.metrics import normalize_answer
+from app.eval.metrics import normalize_answer
+from app.llm.gateway import LLMGateway
 from graph.state import DeftState, ReadState
 from prompts import format_passages, load_prompt, reply_form
 

@@ -9,7 +9,7 @@ from typing import Any
 from langchain_core.messages import AnyMessage, HumanMessage
 
 from app.checks import clean_question
-from app.llm import LLMGateway
+from app.llm.gateway import LLMGateway
 from app.settings import (
     CHAT_HISTORY_CHARS,
     CHAT_HISTORY_MESSAGES,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.llm import LLMGateway
+from app.llm.gateway import LLMGateway
 from graph.state import ChainState
 from nodes.sub_question import plan_sub_questions
 from tools.examples import ExampleBank

@@ -11,8 +11,8 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from app.corpus import passage_text
-from app.llm import LLMGateway
+from app.index.corpus import passage_text
+from app.llm.gateway import LLMGateway
 from app.settings import DIRECT_LINKED_READ, Settings
 from graph.state import DeftState
 from nodes.answer import answered, read_passages

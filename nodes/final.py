@@ -7,7 +7,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from app.llm import LLMGateway
+from app.llm.gateway import LLMGateway
 from app.settings import Settings
 from graph.state import DeftState
 from nodes.answer import answered, clean_answer, read_passages

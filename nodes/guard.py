@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.llm import LLMGateway
+from app.llm.gateway import LLMGateway
 from app.settings import SUB_QUESTION_TOKENS
 from graph.state import DeftState
 from nodes.sub_question import clean_sub_question, has_back_reference

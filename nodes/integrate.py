@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from langgraph.runtime import Runtime
 
-from app.llm import LLMGateway
+from app.llm.gateway import LLMGateway
 from app.settings import CHAIN_READ_WORDS, Settings
 from graph.state import ChainState, ChainStep
 from nodes.answer import answered, read_passages

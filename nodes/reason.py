@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from app.llm import LLMGateway
+from app.llm.gateway import LLMGateway
 from app.settings import REASON_STEP_TOKENS
 from graph.state import IterativeState
 from nodes.answer import answered, clean_answer

@@ -7,7 +7,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage
 
-from app.store import CorpusIndex
+from app.index.store import CorpusIndex
 from graph.state import TurnState
 from nodes.answer import is_unknown
 

@@ -6,8 +6,8 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from app.index.store import CorpusIndex
 from app.settings import ITERATIVE_K, ITERATIVE_MAX_PASSAGES, Settings
-from app.store import CorpusIndex
 from graph.state import DeftState, IterativeState, ReadState
 from tools.retriever import Retriever
 

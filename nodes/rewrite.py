@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.llm import LLMGateway
+from app.llm.gateway import LLMGateway
 from app.settings import SUB_QUESTION_TOKENS
 from graph.state import ChainState, ChainStep
 from nodes.answer import is_unknown

@@ -20,9 +20,8 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.runtime import Runtime
-from spacy.lang.en.stop_words import STOP_WORDS
 
-from app.llm import LLMGateway
+from app.llm.gateway import LLMGateway
 from app.settings import (
     CACHE_FILLER_WORDS,
     CHAIN_MAX_SUB_QUESTIONS,
@@ -33,7 +32,7 @@ from app.settings import (
     Settings,
 )
 from graph.state import DeftState
-from prompts import load_lines, load_prompt
+from prompts import load_lines, load_prompt, load_words
 from tools.comparison import asks_for_date, is_date, missing_dates
 from tools.examples import ExampleBank, render_steps
 from tools.qa_cache import normalise_question, question_words
@@ -41,6 +40,7 @@ from tools.qa_cache import normalise_question, question_words
 _LEAD = re.compile(r"^(next question|question|sub-question|q\d*)\s*[:.)-]\s*", re.IGNORECASE)
 _NUMBERED = re.compile(r"^\s*\d+\s*[.)]\s*(.+)$")
 _ANSWER_REFERENCE = re.compile(r"#(\d+)")
+STOP_WORDS = load_words("stop_words")  # spaCy's English list, without loading spaCy
 _WORD = re.compile(r"[\w'\u2019.-]*\w")
 _POSSESSIVE_END = re.compile(r"['\u2019]s$", re.IGNORECASE)
 

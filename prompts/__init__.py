@@ -1,6 +1,7 @@
 """Prompts are data: one Markdown file per prompt, with `## system`, `## user` and (for
 worked examples shown as earlier chat turns) `## assistant` parts, ending with `## user`;
-single lines that code adds to a prompt live in JSON files (`load_lines`).
+single lines that code adds to a prompt live in JSON files (`load_lines`), word lists
+in text files (`load_words`).
 
 Templates use `{name}` placeholders (LangChain f-string templates); literal braces in a
 prompt are written `{{` and `}}`.
@@ -57,6 +58,13 @@ def load_lines(name: str) -> dict[str, str]:
     """Named prompt lines stored in `prompts/NAME.json` (each file says what they are for
     under `_about`)."""
     return json.loads((PROMPT_DIR / f"{name}.json").read_text(encoding="utf-8"))
+
+
+@cache
+def load_words(name: str) -> frozenset[str]:
+    """A word list stored in `prompts/NAME.txt`: one word a line, `#` starts a comment."""
+    lines = (PROMPT_DIR / f"{name}.txt").read_text(encoding="utf-8").splitlines()
+    return frozenset(line for line in lines if line and not line.startswith("#"))
 
 
 def reply_form(question: str) -> str:

@@ -45,14 +45,14 @@ def settings(home: Path) -> Settings:
 @pytest.fixture(scope="session")
 def embedder(settings: Settings):
     """The embedder as the app runs it: its fast runtime, built into the test home."""
-    from app.embeddings import Embedder
+    from app.encoders.embeddings import Embedder
 
     return Embedder(settings.runtime_dir)
 
 
 @pytest.fixture(scope="session")
 def ner():
-    from app.nlp import SentenceNER
+    from app.index.nlp import SentenceNER
 
     return SentenceNER()
 
@@ -60,7 +60,7 @@ def ner():
 @pytest.fixture(scope="session")
 def trained_dm(settings: Settings):
     """The shipped trained DM (app/data/dm), as users get it."""
-    from app.dm_train import DM_DIR
+    from app.dm.features import DM_DIR
     from tools.decision import TrainedDM
 
     dm = TrainedDM.load(DM_DIR, settings.runtime_dir)
@@ -70,7 +70,7 @@ def trained_dm(settings: Settings):
 
 @pytest.fixture(scope="session")
 def sample_index(settings: Settings, embedder, ner) -> str:
-    from app.indexing import build_index
+    from app.index.indexing import build_index
 
     build_index(settings, SAMPLE_CORPUS, "sample", progress=False, embedder=embedder, ner=ner)
     return "sample"
@@ -79,7 +79,7 @@ def sample_index(settings: Settings, embedder, ner) -> str:
 @pytest.fixture(scope="session")
 def gateway(settings: Settings):
     """The real embedded llama.cpp server, started once for the session."""
-    from app.llm import LLMGateway
+    from app.llm.gateway import LLMGateway
 
     gw = LLMGateway(settings)
     yield gw

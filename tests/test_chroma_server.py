@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from app.errors import ServiceError
-from app.llm import free_port
+from app.index.store import CorpusIndex
+from app.llm.gateway import free_port
 from app.settings import Settings
-from app.store import CorpusIndex
 from tools.retriever import Retriever
 
 CHROMA = str(Path(sys.executable).with_name("chroma"))

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from langchain_openai import ChatOpenAI
 
-from app.llm import free_port
+from app.llm.gateway import free_port
 from tests.conftest import HOPRAG, SAMPLE_CORPUS, assert_user_error, run_cli
 
 
@@ -164,7 +164,7 @@ def test_llm_serve_runs_an_openai_compatible_server(home: Path) -> None:
 
 
 def test_the_trace_line_of_the_writer_names_refused_sub_questions(capsys) -> None:
-    from app.cli import _print_step
+    from app.cli.ask import _print_step
 
     _print_step(
         "write_sub_question",
@@ -179,7 +179,7 @@ def test_the_trace_line_of_the_writer_names_refused_sub_questions(capsys) -> Non
 
 
 def test_the_trace_line_of_a_rule_decided_comparison_shows_the_dates(capsys) -> None:
-    from app.cli import _print_step
+    from app.cli.ask import _print_step
 
     comparison = {"answer": "B", "values": {"A": "1934", "B": "1914-10-15"}}
     _print_step("fallback_answer", {"answer": "B", "comparison": comparison})
@@ -188,7 +188,7 @@ def test_the_trace_line_of_a_rule_decided_comparison_shows_the_dates(capsys) -> 
 
 
 def test_a_long_batch_of_decisions_prints_as_one_line_naming_the_yes_ones(capsys) -> None:
-    from app.cli import DecisionLines
+    from app.cli.ask import DecisionLines
     from app.settings import TRACE_DECISION_BATCH
     from nodes.decisions import decide
 

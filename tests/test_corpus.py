@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from app.corpus import Passage, fingerprint, load_corpus
 from app.errors import UserError
+from app.index.corpus import Passage, fingerprint, load_corpus
 from tests.conftest import SAMPLE_CORPUS
 
 

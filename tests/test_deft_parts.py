@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from stubs import NoExamples, Runtime, ScriptedWriter
 
+from app.dm.calibration import Platt, fit_platt, logit, sigmoid
 from app.settings import Settings
 from graph.deft import (
     route_after_cache,
@@ -38,7 +39,7 @@ from nodes.sub_question import (
     rejection,
     write_sub_question,
 )
-from tools.decision import Calibration, DecisionModel, Platt, fit_platt, logit, sigmoid
+from tools.decision import Calibration, DecisionModel
 from tools.qa_cache import QACache, asks_the_same
 
 PASSAGES = [{"id": i, "title": f"T{i}", "text": "x"} for i in range(6)]

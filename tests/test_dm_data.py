@@ -8,7 +8,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from app.dm_data import (
+from app.dm.data import (
     DMExample,
     Item,
     count,
@@ -25,7 +25,7 @@ from app.dm_data import (
     suff_examples,
     suff_near_misses,
 )
-from app.dm_rewordings import templates_from
+from app.dm.rewordings import templates_from
 
 CHAIN = Item(
     id="q1",

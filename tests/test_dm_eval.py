@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from app import dm_eval
-from app.dm_data import DMExample
-from app.dm_eval import accuracy_at, auc, ece, reliability, reliability_diagram
+from app.dm import eval as dm_eval
+from app.dm.data import DMExample
+from app.dm.eval import accuracy_at, auc, ece, reliability, reliability_diagram
 
 
 def test_auc_counts_ordered_pairs_and_half_ties() -> None:

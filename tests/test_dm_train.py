@@ -12,10 +12,20 @@ from typing import Any
 import numpy as np
 import pytest
 
-from app import dm_eval, dm_train
-from app.dm_data import DMExample, write_jsonl
+from app.dm import eval as dm_eval
+from app.dm import features as dm_features
+from app.dm import runtime, torch_model, train
+from app.dm.calibration import Platt
+from app.dm.data import (
+    DMExample,
+    is_question_rel,
+    question_batch,
+    question_contexts,
+    retrieval_signals_of,
+    write_jsonl,
+)
 from app.errors import UserError
-from tools.decision import DecisionModel, Platt, TrainedDM
+from tools.decision import DecisionModel, TrainedDM
 
 PASSAGES = {
     1: "Raise Your Voice: Raise Your Voice is a 2004 film directed by Sean McNamara.",
@@ -88,31 +98,29 @@ def trained(tmp_path_factory: pytest.TempPathFactory, runtime_dir: Path) -> tupl
     write_jsonl(data / "train.jsonl", _examples())
     write_jsonl(data / "calib.jsonl", _examples())
     out = tmp_path_factory.mktemp("dm")
-    meta = dm_train.train(
-        data, out, runtime_dir, passages=lambda _b, ids: [PASSAGES[i] for i in ids]
-    )
+    meta = train.train(data, out, runtime_dir, passages=lambda _b, ids: [PASSAGES[i] for i in ids])
     return out, meta
 
 
 def test_train_save_load_and_score(trained: tuple[Path, dict]) -> None:
     out, meta = trained
-    assert meta["version"] == dm_train.DM_VERSION
-    assert set(meta["platt"]) == set(dm_train.CROSS_KINDS)
+    assert meta["version"] == dm_features.DM_VERSION
+    assert set(meta["platt"]) == set(dm_features.CROSS_KINDS)
     for model, features in (
-        ("direct", dm_train.DIRECT_RETRIEVED_FEATURES),
-        ("direct_gathered", dm_train.DIRECT_FEATURES),
+        ("direct", dm_features.DIRECT_RETRIEVED_FEATURES),
+        ("direct_gathered", dm_features.DIRECT_FEATURES),
     ):
         n = len(features)
         assert meta[model]["features"] == list(features)
         assert len(meta[model]["weights"]) == n + n * (n + 1) // 2 + 1  # squares, products
-    m = len(dm_train.QUESTION_REL_FEATURES)
+    m = len(dm_features.QUESTION_REL_FEATURES)
     assert len(meta["question_rel"]["weights"]) == m + m * (m + 1) // 2 + 1
     saved = json.loads((out / "dm.json").read_text())
     assert saved["platt"] == meta["platt"]
     # The depth model reads the question's embedding (384 numbers) and the adapter's logit.
     assert meta["depth_model"]["inputs"] == 385 and len(meta["depth_model"]["weights"]) == 386
     assert meta["depth_model"]["examples"] == 2 * sum(e.kind == "depth" for e in _examples())
-    for adapter in dm_train.ADAPTERS:  # each trained on its own kinds, small enough to commit
+    for adapter in dm_features.ADAPTERS:  # each trained on its own kinds, small enough to commit
         folder = out / adapter.folder
         assert meta["adapters"][adapter.name]["kinds"] == list(adapter.kinds)
         assert meta["adapters"][adapter.name]["train_examples"] == sum(
@@ -126,8 +134,8 @@ def test_train_save_load_and_score(trained: tuple[Path, dict]) -> None:
         assert set(by_kind) == set(adapter.kinds)
         assert all(len(c) == len(curve) for c in by_kind.values())
         config = json.loads((folder / "adapter_config.json").read_text())
-        assert config["base_model_name_or_path"] == dm_train.BASE_MODEL_NAME  # no local path
-    loaded = dm_train.load_model(out)
+        assert config["base_model_name_or_path"] == train.BASE_MODEL_NAME  # no local path
+    loaded = torch_model.load_model(out)
     pairs = [("rel", "Who directed Raise Your Voice?", PASSAGES[i]) for i in (1, 2, 3)]
     logits = loaded.logits(pairs)
     assert logits.shape == (3,) and np.isfinite(logits).all()
@@ -142,18 +150,18 @@ def test_the_fast_runtime_scores_like_the_model_and_is_built_once(
     pairs = [("rel", "Who directed Raise Your Voice?", PASSAGES[i]) for i in (1, 2, 3)]
     pairs.append(("same", "Who directed X?", "When was X released?"))
     pairs.append(("rel", "Q?", "word " * 5000))
-    reference = dm_train.load_model(out).logits(pairs)
+    reference = torch_model.load_model(out).logits(pairs)
     built = sorted(runtime_dir.glob("dm-*.onnx"))
-    assert len(built) == len(dm_train.ADAPTERS)  # calibration built them; serving reuses them
+    assert len(built) == len(dm_features.ADAPTERS)  # calibration built them; serving reuses them
     stamp = built[0].stat().st_mtime_ns
-    fast = dm_train.load_runtime(out, runtime_dir).logits(pairs)
+    fast = runtime.load_runtime(out, runtime_dir).logits(pairs)
     assert built[0].stat().st_mtime_ns == stamp
     assert fast.shape == reference.shape and np.abs(fast - reference).max() < 0.3  # int8
     changed = tmp_path / "dm"
     shutil.copytree(out, changed)
     weights = changed / "adapter_model.safetensors"
     weights.write_bytes(weights.read_bytes()[:-4] + b"\x00\x00\x00\x00")
-    assert dm_train.runtime_path(changed, runtime_dir) != dm_train.runtime_path(out, runtime_dir)
+    assert runtime.runtime_path(changed, runtime_dir) != runtime.runtime_path(out, runtime_dir)
 
 
 def _copy_with_meta(trained: Path, tmp_path: Path, **changes: Any) -> Path:
@@ -191,7 +199,7 @@ def test_the_depth_decision_is_the_depth_models(
     assert dm is not None
     served = dm.p("depth", [(q, "") for q in questions])
     assert served == dm.p_shallow(questions)
-    features = dm_train.depth_inputs(dm.encoders["depth"], dm.embedder, questions)
+    features = dm_features.depth_inputs(dm.encoders["depth"], dm.embedder, questions)
     *weights, bias = trained[1]["depth_model"]["weights"]
     expected = 1 / (1 + np.exp(-(features @ np.array(weights) + bias)))
     assert np.allclose(served, expected)
@@ -207,14 +215,14 @@ def test_depth_rows_weigh_extra_hotpotqa_and_deep_questions() -> None:
         DMExample("depth", "q2", "", 0, "gold-hops", "musique", "b"),
         DMExample("depth", "q3", "", 1, "gold-hops", "extra_train/hotpotqa", "c"),
     ]
-    weights = dm_train.depth_weights(rows).tolist()
-    assert weights == [1.0, dm_train.DEPTH_DEEP_WEIGHT, dm_train.DEPTH_EXTRA_WEIGHT]
-    assert dm_train.fit_depth(None, None, rows[:1]) == {}  # one label: nothing to fit
+    weights = train.depth_weights(rows).tolist()
+    assert weights == [1.0, train.DEPTH_DEEP_WEIGHT, train.DEPTH_EXTRA_WEIGHT]
+    assert train.fit_depth(None, None, rows[:1]) == {}  # one label: nothing to fit
     # A row of weight 2 counts as that row twice.
     rng = np.random.default_rng(0)
     x, y = rng.normal(size=(40, 3)), (rng.random(40) > 0.5).astype(float)
-    weighted = dm_train.fit_logistic(x, y, 1.0, np.where(np.arange(40) < 5, 2.0, 1.0))
-    doubled = dm_train.fit_logistic(np.vstack([x, x[:5]]), np.concatenate([y, y[:5]]), 1.0)
+    weighted = train.fit_logistic(x, y, 1.0, np.where(np.arange(40) < 5, 2.0, 1.0))
+    doubled = train.fit_logistic(np.vstack([x, x[:5]]), np.concatenate([y, y[:5]]), 1.0)
     assert np.allclose(weighted, doubled)
 
 
@@ -237,7 +245,7 @@ def test_a_refit_keeps_what_the_evaluation_chose_to_serve(
     data = tmp_path / "data"
     write_jsonl(data / "train.jsonl", _examples())
     write_jsonl(data / "calib.jsonl", _examples())
-    meta = dm_train.calibrate(
+    meta = train.calibrate(
         data, folder, runtime_dir, lambda _b, ids: [PASSAGES[i] for i in ids], progress=False
     )
     assert meta["use_for"] == ["rel", "suff"]
@@ -255,25 +263,25 @@ def test_one_adapter_retrains_alone_and_the_others_are_kept(
     same_rows = [e for e in _examples() if e.kind == "same"]
     write_jsonl(data / "train.jsonl", [*_examples(), *same_rows])  # the same pairs changed
     passages = lambda _b, ids: [PASSAGES[i] for i in ids]  # noqa: E731
-    meta = dm_train.train(data, folder, runtime_dir, passages, only="same")
+    meta = train.train(data, folder, runtime_dir, passages, only="same")
     assert (folder / "adapter_model.safetensors").read_bytes() == main_weights
     assert meta["adapters"]["same"]["train_examples"] == 2 * len(same_rows)
     assert meta["adapters"]["main"] == trained[1]["adapters"]["main"]
     assert TrainedDM.load(folder, runtime_dir) is not None
     with pytest.raises(UserError, match="no DM adapter called 'nli'"):
-        dm_train.train(data, folder, runtime_dir, passages, only="nli")
+        train.train(data, folder, runtime_dir, passages, only="nli")
     lone = tmp_path / "lone"
     with pytest.raises(UserError, match="no trained main adapter"):
-        dm_train.train(data, lone, runtime_dir, passages, only="same")
+        train.train(data, lone, runtime_dir, passages, only="same")
     write_jsonl(data / "train.jsonl", [e for e in _examples() if e.kind != "same"])
     with pytest.raises(UserError, match="no training examples for the same adapter"):
-        dm_train.train(data, folder, runtime_dir, passages, only="same")
+        train.train(data, folder, runtime_dir, passages, only="same")
     assert (folder / "dm.json").is_file()  # refused before anything was touched
 
 
 def test_length_buckets_use_every_example_once_in_batches_of_similar_length() -> None:
     rows = [DMExample("rel", "q", "w " * n, n % 2, "how", "t", str(n)) for n in range(1, 2001)]
-    batches = dm_train.length_buckets(rows, 16)
+    batches = train.length_buckets(rows, 16)
     assert sorted(e.question_id for b in batches for e in b) == sorted(e.question_id for e in rows)
     assert all(len(b) <= 16 for b in batches) and len(batches) <= 2000 // 16 + 3
     # A random batch of these spans about 3,000 characters; a bucketed one about 80.
@@ -300,8 +308,8 @@ def test_direct_features_carry_relevance_over_title_links() -> None:
     ]
     features = dict(
         zip(
-            dm_train.DIRECT_FEATURES,
-            dm_train.direct_features(question, passages, [0.9, 0.2, 0.1], 0.8, [0.9, 0.6, 0.1]),
+            dm_features.DIRECT_FEATURES,
+            dm_features.direct_features(question, passages, [0.9, 0.2, 0.1], 0.8, [0.9, 0.6, 0.1]),
             strict=True,
         )
     )
@@ -320,12 +328,12 @@ def test_the_direct_model_says_what_a_linear_one_cannot() -> None:
     # "yes" only when exactly one of two features is high: no linear model can say it,
     # the product of the two can
     rng = np.random.default_rng(0)
-    x = rng.random((400, len(dm_train.DIRECT_FEATURES)))
+    x = rng.random((400, len(dm_features.DIRECT_FEATURES)))
     y = ((x[:, 0] > 0.5) != (x[:, 6] > 0.5)).astype(float)
-    model = dm_train.fit_direct(x[:300], y[:300], dm_train.DIRECT_FEATURES)
-    p = [dm_train.direct_probability(model, row) for row in x[300:]]
+    model = train.fit_direct(x[:300], y[:300], dm_features.DIRECT_FEATURES)
+    p = [dm_features.direct_probability(model, row) for row in x[300:]]
     assert dm_eval.auc(p, y[300:].tolist()) > 0.9
-    *weights, bias = dm_train.fit_logistic(x[:300], y[:300])
+    *weights, bias = train.fit_logistic(x[:300], y[:300])
     linear = [float(np.dot(weights, row)) + bias for row in x[300:]]
     assert dm_eval.auc(linear, y[300:].tolist()) < 0.7
 
@@ -334,8 +342,8 @@ def test_the_direct_model_says_what_a_linear_one_cannot() -> None:
     "old_direct",
     [
         {"features": 5, "weights": [0.1] * 6},  # before title links and depth
-        {"features": list(dm_train.DIRECT_FEATURES), "weights": [0.1] * 9},  # linear
-        {"features": list(dm_train.DIRECT_FEATURES), "design": dm_train.DESIGN},  # no signals
+        {"features": list(dm_features.DIRECT_FEATURES), "weights": [0.1] * 9},  # linear
+        {"features": list(dm_features.DIRECT_FEATURES), "design": dm_features.DESIGN},  # no signals
     ],
 )
 def test_a_direct_model_fitted_on_other_features_is_not_served(
@@ -351,9 +359,9 @@ def test_a_direct_model_fitted_on_other_features_is_not_served(
 def test_direct_examples_without_retrieval_signals_ask_for_a_rebuild() -> None:
     old = DMExample("direct", "Q?", "", 1, "gold-in-top-w", "t", "a", {"passage_ids": [1]})
     with pytest.raises(UserError, match="hoprag dm data"):
-        dm_train.retrieval_signals_of(old)
+        retrieval_signals_of(old)
     new = DMExample("direct", "Q?", "", 1, "gold-in-top-w", "t", "a", _examples()[-1].extra)
-    assert dm_train.retrieval_signals_of(new) == [0.030, 0.0, 2.1]
+    assert retrieval_signals_of(new) == [0.030, 0.0, 2.1]
 
 
 def test_question_rel_features_reach_a_bridge_passage_through_title_links() -> None:
@@ -364,9 +372,9 @@ def test_question_rel_features_reach_a_bridge_passage_through_title_links() -> N
         "Burbank: a city in California.",
         "Basalt: a volcanic rock.",
     ]
-    rows = dm_train.question_rel_features(question, passages, [0.9, 0.2, 0.3, 0.1])
-    assert rows.shape == (4, len(dm_train.QUESTION_REL_FEATURES))
-    features = [dict(zip(dm_train.QUESTION_REL_FEATURES, r, strict=True)) for r in rows]
+    rows = dm_features.question_rel_features(question, passages, [0.9, 0.2, 0.3, 0.1])
+    assert rows.shape == (4, len(dm_features.QUESTION_REL_FEATURES))
+    features = [dict(zip(dm_features.QUESTION_REL_FEATURES, r, strict=True)) for r in rows]
     film, director, city, rock = features
     assert film["relevance (logit)"] == pytest.approx(np.log(0.9 / 0.1))
     # the director's passage is named in the film's; the city in the director's
@@ -381,23 +389,23 @@ def test_question_rel_features_reach_a_bridge_passage_through_title_links() -> N
     assert rock["relevance of a passage naming its title"] == 0.0
     assert [f["best relevance in the batch"] for f in features] == pytest.approx([0.9] * 4)
     assert [f["second-best relevance in the batch"] for f in features] == pytest.approx([0.3] * 4)
-    assert dm_train.question_rel_features(question, [], []).shape == (0, rows.shape[1])
+    assert dm_features.question_rel_features(question, [], []).shape == (0, rows.shape[1])
 
 
 def test_a_whole_question_judgement_sees_the_questions_top_passages() -> None:
     ex = DMExample("rel", "Q?", PASSAGES[2], 1, "gold-passage", "t", "a", {"query": "question"})
     texts = lambda _b, ids: [PASSAGES[i] for i in ids]  # noqa: E731
-    assert dm_train.question_batch(ex, {("t", "a"): [1, 3]}, texts) == (
+    assert question_batch(ex, {("t", "a"): [1, 3]}, texts) == (
         [PASSAGES[1], PASSAGES[3], PASSAGES[2]],
         2,
     )
-    assert dm_train.question_batch(ex, {("t", "a"): [2, 3]}, texts) == (
+    assert question_batch(ex, {("t", "a"): [2, 3]}, texts) == (
         [PASSAGES[2], PASSAGES[3]],
         0,
     )
-    assert dm_train.question_batch(ex, {}, texts) == ([PASSAGES[2]], 0)
-    assert dm_train.question_contexts(_examples()) == {("t", "a"): [1, 3], ("t", "b"): [3]}
-    assert dm_train.is_question_rel(ex) and not dm_train.is_question_rel(_examples()[0])
+    assert question_batch(ex, {}, texts) == ([PASSAGES[2]], 0)
+    assert question_contexts(_examples()) == {("t", "a"): [1, 3], ("t", "b"): [3]}
+    assert is_question_rel(ex) and not is_question_rel(_examples()[0])
 
 
 def test_whole_question_relevance_uses_its_model_and_falls_back_without_one(
@@ -423,9 +431,7 @@ def test_whole_question_relevance_uses_its_model_and_falls_back_without_one(
 def test_no_whole_question_examples_fit_no_model(
     runtime_dir: Path, trained: tuple[Path, dict]
 ) -> None:
-    calib = [e for e in _examples() if not dm_train.is_question_rel(e)]
-    encoder = dm_train.load_runtime(trained[0], runtime_dir)
-    fitted = dm_train.fit_question_rel(
-        encoder, trained[1]["platt"], calib, lambda _b, ids: [], False
-    )
-    assert fitted == {} and not dm_train.fits(fitted, dm_train.QUESTION_REL_FEATURES)
+    calib = [e for e in _examples() if not is_question_rel(e)]
+    encoder = runtime.load_runtime(trained[0], runtime_dir)
+    fitted = train.fit_question_rel(encoder, trained[1]["platt"], calib, lambda _b, ids: [], False)
+    assert fitted == {} and not dm_features.fits(fitted, dm_features.QUESTION_REL_FEATURES)

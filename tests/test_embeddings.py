@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from app.embeddings import Embedder
+from app.encoders.embeddings import Embedder
 
 TEXTS = [
     "The Ulden River flows through Brisk Hollow.",

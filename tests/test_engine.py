@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-import app.engine as engine
+import app.llm.engine as engine
 from app.errors import UserError
 from app.settings import Settings
 from tests.conftest import assert_user_error, run_cli

@@ -16,7 +16,7 @@ import pytest
 
 import app.resources
 from app.errors import UserError
-from app.evaluation import chainrag_signature, deft_signature, run_eval
+from app.eval.run import chainrag_signature, deft_signature, run_eval
 from app.settings import Settings
 from tests.conftest import HOPRAG, SAMPLE_CORPUS, SAMPLE_QUESTIONS, assert_user_error, run_cli
 
@@ -29,7 +29,7 @@ def no_models(monkeypatch: pytest.MonkeyPatch) -> None:
         raise AssertionError("a model was loaded before the input was checked")
 
     monkeypatch.setattr(app.resources.Resources, "open", refuse)
-    monkeypatch.setattr("app.indexing.build_index", refuse)
+    monkeypatch.setattr("app.eval.run.build_index", refuse)
 
 
 def _questions(tmp_path: Path, mutate) -> Path:
@@ -261,7 +261,7 @@ def test_a_run_signature_names_the_decision_model_that_judged() -> None:
 
 
 def test_the_trace_keeps_what_a_step_found() -> None:
-    from app.evaluation import _summarise_update
+    from app.eval.run import _summarise_update
 
     comparison = {"answer": "B", "values": {"A": "1934", "B": "1914"}, "passage_ids": [1]}
     update = {"answer": "B", "comparison": comparison, "passages": [{"id": 3, "text": "x"}]}

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-import app.indexing as indexing
+import app.index.indexing as indexing
 from app.checks import list_indexes
 from app.errors import UserError
-from app.indexing import build_index
+from app.index.indexing import build_index
+from app.index.store import CorpusIndex
 from app.settings import Settings
-from app.store import CorpusIndex
 from tests.conftest import SAMPLE_CORPUS
 
 

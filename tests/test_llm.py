@@ -13,10 +13,10 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 import pytest
 from langchain_core.messages import HumanMessage, SystemMessage
 
-import app.llm as llm
-from app.engine import engine_dir
+import app.llm.gateway as llm
 from app.errors import ServiceError
-from app.llm import LLMGateway, free_port
+from app.llm.engine import engine_dir
+from app.llm.gateway import LLMGateway, free_port
 from app.settings import Settings
 
 YES_NO = "Answer the question with yes or no."
@@ -113,7 +113,7 @@ def test_server_that_cannot_start_is_reported(
     import hashlib
     import json
 
-    import app.models as models
+    import app.llm.models as models
 
     junk = b"this is not a gguf file" * 100
     model = models.ChatModel(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.metrics import (
+from app.eval.metrics import (
     chain_covered,
     contain_match,
     exact_match,

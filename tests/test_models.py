@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-import app.models as models
+import app.llm.models as models
 from app.errors import UserError
-from app.models import ChatModel, fetch, is_verified, require_model, verify
+from app.llm.models import ChatModel, fetch, is_verified, require_model, verify
 from app.settings import Settings
 
 CHUNKS = [b"GGUF" + bytes(range(256)) * 40, b"second chunk " * 500, b"tail"]

@@ -21,9 +21,9 @@ from langchain_core.messages import HumanMessage
 
 from app.checkpoints import open_checkpointer
 from app.errors import ServiceError, UserError
-from app.llm import LLMGateway, free_port
+from app.index.store import CorpusIndex
+from app.llm.gateway import LLMGateway, free_port
 from app.settings import MAX_QUESTION_CHARS, Settings
-from app.store import CorpusIndex
 from tests.conftest import HOPRAG, SAMPLE_CORPUS, assert_user_error, run_cli, stored_data
 
 TWO_HOPS = "Which river flows through the town where Tavistrom College is located?"
@@ -180,7 +180,7 @@ def test_malformed_commands_are_clear_errors_and_change_nothing(
 def _llm_server_of(proc: subprocess.Popen, other_than: int = 0) -> psutil.Process | None:
     """The process that owns `proc`'s embedded llama-server (it takes the server with it)."""
     for child in psutil.Process(proc.pid).children():
-        if "app.llm_server" in " ".join(child.cmdline()) and child.pid != other_than:
+        if "app.llm.server" in " ".join(child.cmdline()) and child.pid != other_than:
             return child
     return None
 
@@ -267,7 +267,7 @@ HOSTILE = {
 @pytest.fixture(scope="module")
 def hostile_resources(settings: Settings, embedder, ner, tmp_path_factory):
     """The sample corpus plus one passage that gives the model orders, as an index."""
-    from app.indexing import build_index
+    from app.index.indexing import build_index
     from app.resources import Resources
 
     corpus = json.loads(SAMPLE_CORPUS.read_text())

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from app.index.store import CorpusIndex
 from app.settings import Settings
-from app.store import CorpusIndex
 from tools.retriever import Retriever, reciprocal_rank_fusion
 
 

@@ -12,10 +12,16 @@ import numpy as np
 import pytest
 from stubs import Runtime
 
-from app.graph_build import GRAPH_FILE, VECTORS_FILE, adjacency_edges, entity_edges, key_entities
-from app.indexing import build_index
+from app.index.graph_build import (
+    GRAPH_FILE,
+    VECTORS_FILE,
+    adjacency_edges,
+    entity_edges,
+    key_entities,
+)
+from app.index.indexing import build_index
+from app.index.store import CorpusIndex
 from app.settings import Settings
-from app.store import CorpusIndex
 from graph.deft import route_after_answer, route_after_expansion, route_after_filter
 from nodes.expand import expand_from_graph
 from tests.conftest import assert_user_error, run_cli

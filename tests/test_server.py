@@ -18,7 +18,7 @@ import httpx
 import pytest
 from langgraph_sdk import get_sync_client
 
-from app.llm import free_port
+from app.llm.gateway import free_port
 from tests.conftest import HOPRAG, ROOT, stored_data
 
 

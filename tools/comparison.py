@@ -21,7 +21,7 @@ from typing import Any
 
 from langchain_core.tools import BaseTool, StructuredTool
 
-from app.metrics import normalize_answer
+from app.eval.metrics import normalize_answer
 from app.settings import COMPARISON_CHAIN_HOPS, COMPARISON_MAX_DATE_WORDS
 
 RULE = "rule"  # the backend name a decision made by this rule is traced with

@@ -12,8 +12,9 @@ Backends, chosen per decision kind:
   a Platt scaling fitted on training questions' gold passages. One batched embedding call
   scores all w passages in milliseconds, where the 1.5B chat model needs about 20 s.
 
-* ``trained``: the fine-tuned MiniLM cross-encoder of `app/dm_train.py` (LoRA adapter and
-  calibration in ``app/data/dm/``), for the kinds its `dm.json` lists under ``use_for``
+* ``trained``: the fine-tuned MiniLM cross-encoder of `app/dm/` (trained by
+  `app/dm/train.py`, served by `app/dm/runtime.py`; LoRA adapter and calibration in
+  ``app/data/dm/``), for the kinds its `dm.json` lists under ``use_for``
   (set by measurement against the zero-shot backend). Without a trained DM, or with a
   damaged one (a warning names the file), those kinds use their zero-shot backend.
 """
@@ -21,35 +22,36 @@ Backends, chosen per decision kind:
 from __future__ import annotations
 
 import json
-import math
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-import numpy as np
 from langchain_core.tools import BaseTool, StructuredTool
 
-from app.corpus import passage_text
-from app.embeddings import Embedder
-from app.llm import LLMGateway
-from app.store import CorpusIndex
+from app.dm.calibration import Platt, logit
+from app.dm.features import (
+    DIRECT_FEATURES,
+    DIRECT_RETRIEVED_FEATURES,
+    QUESTION_REL_FEATURES,
+    depth_inputs,
+    depth_probabilities,
+    direct_inputs,
+    direct_probability,
+    fits,
+    whole_question_relevance,
+)
+from app.dm.runtime import load_runtimes
+from app.encoders.embeddings import Embedder
+from app.index.corpus import passage_text
+from app.index.store import CorpusIndex
+from app.llm.gateway import LLMGateway
 from prompts import format_passages, format_qa_table, load_prompt
 
 DecisionKind = Literal["rel", "direct", "depth", "suff", "same"]
 KINDS: tuple[DecisionKind, ...] = ("rel", "direct", "depth", "suff", "same")
 CALIBRATION_FILE = Path(__file__).resolve().parents[1] / "app" / "data" / "dm_calibration.json"
-_EPS = 1e-6
-
-
-def logit(p: float) -> float:
-    p = min(max(p, _EPS), 1 - _EPS)
-    return math.log(p / (1 - p))
-
-
-def sigmoid(x: float) -> float:
-    return 1.0 / (1.0 + math.exp(-x)) if x >= 0 else math.exp(x) / (1.0 + math.exp(x))
 
 
 def rel_cosines(
@@ -65,36 +67,6 @@ def rel_cosines(
         return [float(v) for v in index.embeddings([p["id"] for p in passages]) @ query]
     vectors = embedder.embed([question, *(passage_text(p["title"], p["text"]) for p in passages)])
     return [float(v) for v in vectors[1:] @ vectors[0]]
-
-
-@dataclass(frozen=True)
-class Platt:
-    """p = sigmoid(a * x + b), where x is the logit of a raw p(yes) or a raw score."""
-
-    a: float = 1.0
-    b: float = 0.0
-
-    def __call__(self, x: float) -> float:
-        return sigmoid(self.a * x + self.b)
-
-
-def fit_platt(
-    xs: Sequence[float], ys: Sequence[int], *, iterations: int = 200, l2: float = 1e-3
-) -> Platt:
-    """Logistic regression on one feature by Newton's method (tiny, exact, no sklearn)."""
-    x = np.asarray(xs, dtype=float)
-    y = np.asarray(ys, dtype=float)
-    w = np.zeros(2)
-    design = np.stack([x, np.ones_like(x)], axis=1)
-    for _ in range(iterations):
-        p = 1 / (1 + np.exp(-(design @ w)))
-        grad = design.T @ (p - y) + l2 * w
-        hess = design.T @ (design * (p * (1 - p))[:, None]) + l2 * np.eye(2)
-        step = np.linalg.solve(hess, grad)
-        w -= step
-        if np.abs(step).max() < 1e-9:
-            break
-    return Platt(float(w[0]), float(w[1]))
 
 
 @dataclass
@@ -151,7 +123,7 @@ class Calibration:
 
 
 # What the cross-encoder reads for each kind, from the zero-shot prompts' variables:
-# (text_a, text_b) exactly as `app/dm_data.py` built the training pairs.
+# (text_a, text_b) exactly as `app/dm/data.py` built the training pairs.
 TRAINED_INPUTS = {
     "depth": lambda v: (v["question"], ""),
     "suff": lambda v: (v["question"], v["qa_table"]),
@@ -164,14 +136,6 @@ class TrainedDM:
     loaded once, each scores a batch in one forward pass."""
 
     def __init__(self, folder: Path, runtime_dir: Path, embedder: Embedder | None = None) -> None:
-        from app.dm_train import (
-            DIRECT_FEATURES,
-            DIRECT_RETRIEVED_FEATURES,
-            QUESTION_REL_FEATURES,
-            fits,
-            load_runtimes,
-        )
-
         self.folder = folder
         self.runtime_dir = runtime_dir
         self.embedder = embedder  # the depth model reads the question's embedding
@@ -219,10 +183,8 @@ class TrainedDM:
         return [platt(float(x)) for x in logits]
 
     def p_shallow(self, questions: Sequence[str]) -> list[float]:
-        """p(at most two hops) from the depth model (`app.dm_train.fit_depth`), which
+        """p(at most two hops) from the depth model (fitted by `app.dm.train.fit_depth`), which
         reads the question's embedding beside the adapter's logit."""
-        from app.dm_train import depth_inputs, depth_probabilities
-
         if self.embedder is None:
             self.embedder = Embedder(self.runtime_dir)
         features = depth_inputs(self.encoders["depth"], self.embedder, questions)
@@ -230,9 +192,7 @@ class TrainedDM:
 
     def p_question_rel(self, question: str, passages: Sequence[str]) -> list[float]:
         """Relevance to the whole question of each passage, judged with the batch's title
-        links (`app.dm_train.question_rel_features`)."""
-        from app.dm_train import whole_question_relevance
-
+        links (`app.dm.features.question_rel_features`)."""
         rel = self.p("rel", [(question, t) for t in passages])
         model = self.meta["question_rel"] if self.question_rel_fits else None
         return whole_question_relevance(model, question, passages, rel)
@@ -243,8 +203,6 @@ class TrainedDM:
         """Passages a retrieval found, with its `retrieval_signals`, are judged by the
         `direct` model; text gathered otherwise by `direct_gathered`. 0 when they were
         fitted on other features (an older `dm.json`)."""
-        from app.dm_train import direct_inputs, direct_probability
-
         if not self.direct_fits:
             return 0.0
         features = direct_inputs(
@@ -354,7 +312,7 @@ class DecisionModel:
         return self._llm("same", first=first, second=second)
 
     def p_text(self, kind: DecisionKind, text_a: str, text_b: str) -> float:
-        """One judgement from the two texts a training example holds (`app/dm_data.py`):
+        """One judgement from the two texts a training example holds (`app/dm/data.py`):
         for evaluating any backend on the same examples."""
         if kind == "rel":
             title, _, text = text_b.partition(": ")

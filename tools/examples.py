@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from app.embeddings import Embedder
+from app.encoders.embeddings import Embedder
 from app.errors import ServiceError
 from app.settings import WRITER_EXAMPLE_RELEVANCE
 from app.traindata import EXAMPLES_FILE

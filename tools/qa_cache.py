@@ -21,8 +21,9 @@ from typing import Any
 import numpy as np
 import Stemmer
 
-from app.embeddings import Embedder
-from app.metrics import normalize_answer
+from app.encoders.embeddings import Embedder
+from app.errors import UserError
+from app.eval.metrics import normalize_answer
 from app.settings import CACHE_CANDIDATES, CACHE_FILLER_WORDS, CACHE_MIN_COSINE
 
 SCHEMA = """
@@ -107,8 +108,6 @@ class QACache:
             self.db.executescript(SCHEMA)
             self.db.execute("SELECT COUNT(*) FROM entries").fetchone()
         except sqlite3.DatabaseError as exc:
-            from app.errors import UserError
-
             raise UserError(
                 f"the QA cache {path} is damaged ({exc})",
                 hint="delete it or run `hoprag cache clear`",

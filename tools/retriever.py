@@ -8,9 +8,9 @@ from typing import Any
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field
 
-from app.embeddings import Embedder
+from app.encoders.embeddings import Embedder
+from app.index.store import CorpusIndex
 from app.settings import FUSION_DEPTH, RRF_K, RetrievalMode
-from app.store import CorpusIndex
 from tools.bm25 import BM25Index
 
 
@@ -96,7 +96,7 @@ class Retriever:
 
     def retrieval_signals(self, query: str) -> list[float]:
         """How surely retrieval found what `query` needs, as DM_direct reads it
-        (`app.dm_train.RETRIEVAL_SIGNALS`): the fused score at rank 2 (high when dense
+        (`app.dm.features.RETRIEVAL_SIGNALS`): the fused score at rank 2 (high when dense
         and lexical search agree on a second passage), its lead over rank 3, and the best
         BM25 score (how strongly the question's rare words are matched). Always from the
         fused ranking, whatever `mode` serves passages, so that fitting and serving agree."""

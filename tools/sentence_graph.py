@@ -1,7 +1,7 @@
 """The sentence graph at run time: seed sentences for a query, expansion along entity,
 semantic and adjacency edges, and the entity index (docs/method.md section 3).
 
-Loaded once per index (`SentenceGraph.open`) from the files `app/graph_build.py` wrote;
+Loaded once per index (`SentenceGraph.open`) from the files `app/index/graph_build.py` wrote;
 nothing is recomputed. Every tool returns an empty result, never an error, for a query
 that finds nothing (no entities, no sentences, an index built without a graph).
 """
@@ -16,15 +16,16 @@ import numpy as np
 from langchain_core.tools import BaseTool, StructuredTool
 from scipy import sparse
 
-from app.embeddings import Embedder
-from app.graph_build import EDGE_TYPES, GRAPH_FILE, VECTORS_FILE
+from app.encoders.embeddings import Embedder
+from app.index.graph_build import EDGE_TYPES, GRAPH_FILE, VECTORS_FILE
+from app.index.nlp import SentenceNER
+from app.index.store import CorpusIndex, SentenceRecord
 from app.settings import (
     GRAPH_MAX_HOPS,
     GRAPH_MAX_WORDS,
     GRAPH_SEED_CANDIDATES,
     GRAPH_SEEDS,
 )
-from app.store import CorpusIndex, SentenceRecord
 
 
 @dataclass(frozen=True)
@@ -81,8 +82,6 @@ class SentenceGraph:
     @property
     def ner(self) -> Any:
         if self._ner is None:  # spaCy loads on the first entity query only
-            from app.nlp import SentenceNER
-
             self._ner = SentenceNER()
         return self._ner
 

@@ -30,7 +30,7 @@ import numpy as np
 from scipy import sparse
 from tqdm import tqdm
 
-from app.embeddings import Embedder
+from app.encoders.embeddings import Embedder
 from app.settings import (
     ENTITY_MAX_SENTENCES,
     GRAPH_ADJACENT_WINDOW,

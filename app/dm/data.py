@@ -44,12 +44,16 @@ import hashlib
 import json
 import re
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from app.corpus import passage_text as corpus_passage_text
+from tqdm import tqdm
+
+from app.dm.features import RETRIEVAL_SIGNALS
+from app.errors import UserError
+from app.index.corpus import passage_text as corpus_passage_text
 from app.traindata import (
     musique_chain,
     named_subject,
@@ -58,7 +62,7 @@ from app.traindata import (
     wiki2_chain,
 )
 
-REWORDINGS_FILE = Path(__file__).parent / "data" / "dm_rewordings.json"
+REWORDINGS_FILE = Path(__file__).resolve().parents[1] / "data" / "dm_rewordings.json"
 SPLITS = ("train", "dev")  # the benchmark splits examples are built from
 EXTRA_HOTPOTQA_SOURCE = "extra_train/hotpotqa"
 CALIBRATION_SHARE = 0.15  # of training questions, held apart to fit the temperatures
@@ -513,14 +517,15 @@ def build(
 
     Needs the three benchmark indexes (named after their benchmarks) for hard negatives
     and for the `direct` labels, which depend on what retrieval returns."""
-    from tqdm import tqdm
 
     def suff_rows(item: Item, answers: dict[str, list[str]]) -> list[DMExample]:
         near = suff_near_misses(item, answers) if suff_near_misses_too else ()
         return [*suff_examples(item), *near]
 
-    from app.embeddings import Embedder
-    from app.store import CorpusIndex
+    # chromadb, langchain and the embedder: only to build, so the trainer and bench
+    # scripts read examples without them
+    from app.encoders.embeddings import Embedder
+    from app.index.store import CorpusIndex
     from tools.retriever import Retriever
 
     embedder = Embedder(settings.runtime_dir)
@@ -565,3 +570,41 @@ def build(
     counts = {name: count(examples) for name, examples in sets.items()}
     (out_dir / "counts.json").write_text(json.dumps(counts, indent=2) + "\n")
     return counts
+
+
+def question_contexts(examples: Sequence[DMExample]) -> dict[tuple[str, str], list[int]]:
+    """(benchmark, question id) -> the question's top-w passage ids, from the `direct`
+    examples of the same split."""
+    return {
+        (e.source, e.question_id): e.extra["passage_ids"] for e in examples if e.kind == "direct"
+    }
+
+
+def is_question_rel(example: DMExample) -> bool:
+    """A `rel` example judged against the whole question (not one sub-question)."""
+    return example.kind == "rel" and example.extra.get("query") == "question"
+
+
+def question_batch(
+    example: DMExample,
+    contexts: dict[tuple[str, str], list[int]],
+    passages: Callable[[str, list[int]], list[str]],
+) -> tuple[list[str], int]:
+    """The batch a whole-question judgement of the example's passage sees: the
+    question's top-w (as the direct node scores them) with the passage added when
+    missing, and the passage's place in it."""
+    ids = contexts.get((example.source, example.question_id), [])
+    context = passages(example.source, ids) if ids else []
+    batch = context if example.text_b in context else [*context, example.text_b]
+    return batch, batch.index(example.text_b)
+
+
+def retrieval_signals_of(example: DMExample) -> list[float]:
+    """The `RETRIEVAL_SIGNALS` `hoprag dm data` stored with a `direct` example."""
+    signals = example.extra.get("retrieval")
+    if signals is None or len(signals) != len(RETRIEVAL_SIGNALS):
+        raise UserError(
+            "the DM data's direct examples carry no retrieval signals (an older build)",
+            hint="rebuild them: hoprag dm data",
+        )
+    return [float(v) for v in signals]

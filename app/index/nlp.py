@@ -25,7 +25,7 @@ class SentenceNER:
     the parser is the slow part of `en_core_web_sm` and we need no parse trees."""
 
     def __init__(self) -> None:
-        import spacy
+        import spacy  # slow to import (thinc, which imports torch): only where text is split
 
         try:
             nlp = spacy.load(SPACY_MODEL)

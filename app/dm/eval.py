@@ -3,11 +3,16 @@ expected calibration error (10 equal-width bins) and a reliability diagram per k
 
 from __future__ import annotations
 
+import random
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from tqdm import tqdm
+
+from app.dm.data import is_question_rel, question_batch, question_contexts, retrieval_signals_of
 
 ECE_BINS = 10
 # The trained DM takes over a kind only where it ranks at least this well: a judge wrong
@@ -103,7 +108,7 @@ def reliability_diagram(
     curves: dict[str, tuple[Sequence[float], Sequence[int]]], title: str, out: Path
 ) -> Path:
     """One PNG: the diagonal, and one reliability curve per backend."""
-    import matplotlib
+    import matplotlib  # only to draw: the metrics above serve bench scripts without it
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -126,8 +131,6 @@ def reliability_diagram(
 
 def rel_latency_ms(trained: Any, rel_rows: Sequence[Any], batches: int) -> dict[str, Any]:
     """Latency as the graph sees it: one question against 10 passages, one batch each."""
-    import time
-
     timings = []
     for start in range(0, min(len(rel_rows), 10 * batches) - 9, 10):
         chunk = rel_rows[start : start + 10]
@@ -156,17 +159,6 @@ def evaluate(
     all when None) and the zero-shot backend (`llm_per_kind` of those where it calls the
     chat model, which takes seconds per call; all of them where it is cheap). Writes one
     reliability PNG per kind."""
-    import random
-
-    from tqdm import tqdm
-
-    from app.dm_train import (
-        is_question_rel,
-        question_batch,
-        question_contexts,
-        retrieval_signals_of,
-    )
-
     rng = random.Random(13)
     report: dict[str, Any] = {}
     for kind in ("rel", "direct", "depth", "suff", "same"):

@@ -10,9 +10,12 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+import matplotlib
+import matplotlib.pyplot as plt
+
 from app.errors import UserError
-from app.evaluation import PER_QUESTION_METRICS, SUMMARY_COLUMNS, load_run, summarise
-from app.metrics import mcnemar_exact
+from app.eval.metrics import mcnemar_exact
+from app.eval.run import PER_QUESTION_METRICS, SUMMARY_COLUMNS, load_run, summarise
 
 COMPARED = (*PER_QUESTION_METRICS, "seconds")
 PAIRED_TESTS = ("em", "judged")
@@ -59,8 +62,6 @@ def compare_runs(run_a: Path, run_b: Path) -> dict[str, Any]:
 
 def _png(fig: Any, out: Path, name: str) -> tuple[Path, str]:
     """Save a figure as OUT/NAME.png and return it also as a data URI for the HTML."""
-    import matplotlib.pyplot as plt
-
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
     plt.close(fig)
@@ -70,8 +71,6 @@ def _png(fig: Any, out: Path, name: str) -> tuple[Path, str]:
 
 
 def _accuracy_plot(runs: list[tuple[str, list[dict[str, Any]]]], out: Path) -> tuple[Path, str]:
-    import matplotlib.pyplot as plt
-
     groups = sorted({r["group"] or "all" for _, records in runs for r in records})
     fig, ax = plt.subplots(figsize=(max(6, 1.2 * len(groups) * max(1, len(runs)) / 2), 4))
     width = 0.8 / max(1, len(runs))
@@ -96,8 +95,6 @@ def _accuracy_plot(runs: list[tuple[str, list[dict[str, Any]]]], out: Path) -> t
 
 
 def _cost_plot(runs: list[tuple[str, list[dict[str, Any]]]], out: Path) -> tuple[Path, str]:
-    import matplotlib.pyplot as plt
-
     metrics = [
         ("llm_calls", "LLM calls"),
         ("input_tokens", "input tokens"),
@@ -114,8 +111,6 @@ def _cost_plot(runs: list[tuple[str, list[dict[str, Any]]]], out: Path) -> tuple
 
 
 def _coverage_plot(runs: list[tuple[str, list[dict[str, Any]]]], out: Path) -> tuple[Path, str]:
-    import matplotlib.pyplot as plt
-
     fig, ax = plt.subplots(figsize=(6, 4))
     for label, records in runs:
         s = summarise(records)["all"]
@@ -144,8 +139,6 @@ def _fmt(value: Any) -> str:
 
 def write_report(folders: list[Path], out: Path) -> Path:
     """OUT/report.html (images embedded, so the file stands alone) plus OUT/*.png."""
-    import matplotlib
-
     matplotlib.use("Agg")
     if not folders:
         raise UserError("name at least one run folder")

@@ -29,13 +29,12 @@ import numpy as np
 from tqdm import tqdm
 
 from app.checks import check_name
-from app.corpus import Passage, fingerprint, load_corpus, passage_text
-from app.embeddings import Embedder
+from app.encoders.embeddings import Embedder
 from app.errors import UserError
-from app.graph_build import build_sentence_graph, previous_vectors
-from app.nlp import Analysis, SentenceNER
-from app.settings import SPACY_MODEL, Settings
-from app.store import (
+from app.index.corpus import Passage, fingerprint, load_corpus, passage_text
+from app.index.graph_build import build_sentence_graph, previous_vectors
+from app.index.nlp import Analysis, SentenceNER
+from app.index.store import (
     COLLECTION,
     INDEX_FORMAT,
     SCHEMA,
@@ -44,6 +43,7 @@ from app.store import (
     normalise_entity,
     seal,
 )
+from app.settings import SPACY_MODEL, Settings
 from tools.bm25 import build_bm25
 
 

@@ -21,8 +21,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from app.dm_data import REWORDINGS_FILE, SPLITS, load_items
+from app.dm.data import REWORDINGS_FILE, SPLITS, load_items
 from app.traindata import named_subject, phrase_relation
+from prompts import load_prompt
 
 REWORDINGS_PER_RELATION = 4  # what the prompt asks for; more lines are dropped
 REWORDING_TOKENS = 120  # four short questions
@@ -69,8 +70,6 @@ def templates_from(reply: str, subject: str, relation: str) -> list[str]:
 def reword(invoke: Callable[[Any], str], subject: str, relation: str) -> list[str]:
     """The chat model's other wordings of `phrase_relation(subject, relation)`, as
     templates; `invoke` sends chat messages and returns the reply's text."""
-    from prompts import load_prompt
-
     question = phrase_relation(subject, relation)
     reply = invoke(load_prompt("reword_question").format_messages(question=question))
     return templates_from(reply, named_subject(subject), relation)

@@ -23,8 +23,8 @@ from typing import BinaryIO
 
 from tqdm import tqdm
 
-from app.engine import engine_path, is_built
 from app.errors import UserError
+from app.llm.engine import engine_path, is_built
 from app.settings import EMBEDDING_PACKAGE, SPACY_MODEL, Settings
 
 CHUNK = 1 << 20

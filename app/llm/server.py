@@ -1,6 +1,6 @@
 """Child-process entry point that owns the embedded `llama-server`.
 
-    python -m app.llm_server PARENT_PID LLAMA_SERVER [arguments]
+    python -m app.llm.server PARENT_PID LLAMA_SERVER [arguments]
 
 It starts the server and ends it as soon as hoprag (PARENT_PID) is gone, so that a
 killed hoprag never leaves an orphan holding a port and gigabytes of memory. Linux's

@@ -1,7 +1,7 @@
 """The LLM gateway: every chat call of hoprag goes through one `ChatOpenAI`.
 
 With ``HOPRAG_LLM_BASE_URL`` set, that endpoint is used (OpenAI, vLLM, Ollama, any
-OpenAI-compatible server). Otherwise llama.cpp's `llama-server` (app/engine.py) is
+OpenAI-compatible server). Otherwise llama.cpp's `llama-server` (app/llm/engine.py) is
 started on a free loopback port with the provisioned GGUF, reused for the whole process,
 restarted once if it dies, and stopped at exit. A callback meters calls, tokens, prompt
 tokens reused from the server's cache, and seconds; `p_yes` reads the yes/no token
@@ -32,9 +32,9 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import LLMResult
 from langchain_openai import ChatOpenAI
 
-from app.engine import require_engine
 from app.errors import ServiceError
-from app.models import require_model
+from app.llm.engine import require_engine
+from app.llm.models import require_model
 from app.settings import (
     SERVER_CACHE_REUSE_TOKENS,
     SERVER_HEALTH_POLL_S,
@@ -183,8 +183,8 @@ class EmbeddedServer:
         return args
 
     def command(self) -> list[str]:
-        """The server under `app.llm_server`, which ends it when this process is gone."""
-        return [sys.executable, "-m", "app.llm_server", str(os.getpid()), *self.server_args()]
+        """The server under `app.llm.server`, which ends it when this process is gone."""
+        return [sys.executable, "-m", "app.llm.server", str(os.getpid()), *self.server_args()]
 
     def start(self) -> EmbeddedServer:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)

@@ -1,11 +1,13 @@
 """Fast CPU runtimes for the two MiniLM encoders (the embedder and the trained DM): the
 torch module exported to ONNX once, its attention and layer norms fused by
 onnxruntime's BERT optimizer, optionally int8-quantised per channel. Built on first use
-into the models folder and reused while what it was built from is unchanged."""
+into the models folder and reused while what it was built from is unchanged. Running
+one needs neither torch nor transformers (`open_session`, `Tokenizer`)."""
 
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import tempfile
 import warnings
@@ -14,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import onnxruntime
+from tokenizers import Tokenizer as Backend
 
 INPUTS = ("input_ids", "token_type_ids", "attention_mask")
 
@@ -37,6 +41,7 @@ def export_bert(model: Any, tokenizer: Any, path: Path, output: str, *, int8: bo
     """Export a transformers BERT-type `model`, returning its `output` field (`logits`,
     `last_hidden_state`), to `path`; fused, and int8 per channel when `int8`. Written
     atomically: a stopped export never leaves a half-written file behind."""
+    # torch and the ONNX exporter: only to build a runtime, never to run one
     import onnx
     import torch
     from onnxruntime.quantization import QuantType, quantize_dynamic
@@ -97,8 +102,6 @@ def export_bert(model: Any, tokenizer: Any, path: Path, output: str, *, int8: bo
 
 
 def open_session(path: Path) -> Any:
-    import onnxruntime
-
     options = onnxruntime.SessionOptions()
     options.log_severity_level = 3  # warnings about unused initialisers are noise
     return onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
@@ -107,3 +110,47 @@ def open_session(path: Path) -> Any:
 def feed(batch: Any) -> dict[str, Any]:
     """A tokenizer's batch (numpy or torch) as the session's inputs."""
     return {name: np.asarray(batch[name]) for name in INPUTS}
+
+
+class Tokenizer:
+    """A model folder's `tokenizer.json` through `tokenizers` alone, called as its
+    transformers fast tokenizer is called here (the same backend, set up the same way,
+    so the same tokens) without importing transformers, which imports torch."""
+
+    def __init__(self, model_dir: Path) -> None:
+        self.backend = Backend.from_file(str(model_dir / "tokenizer.json"))
+        config = json.loads((model_dir / "tokenizer_config.json").read_text())
+        self.pad_token = config.get("pad_token", "[PAD]")
+        self.pad_id = self.backend.token_to_id(self.pad_token)
+
+    def __call__(
+        self,
+        texts: list[str],
+        pairs: list[str] | None = None,
+        *,
+        truncation: bool | str,
+        max_length: int,
+        padding: bool,
+        return_tensors: str = "np",
+    ) -> dict[str, np.ndarray]:
+        """Token ids, type ids and attention mask of each text (or pair), cut to
+        `max_length` (`truncation=True`: longest first; or a named strategy such as
+        "only_second") and padded to the longest."""
+        if return_tensors != "np":
+            raise ValueError("this tokenizer returns numpy arrays only")
+        strategy = "longest_first" if truncation is True else truncation
+        if strategy:
+            self.backend.enable_truncation(max_length, strategy=strategy)
+        else:
+            self.backend.no_truncation()
+        if padding:
+            self.backend.enable_padding(pad_id=self.pad_id, pad_token=self.pad_token)
+        else:
+            self.backend.no_padding()
+        inputs = texts if pairs is None else list(zip(texts, pairs, strict=True))
+        encodings = self.backend.encode_batch(inputs)
+        return {
+            "input_ids": np.array([e.ids for e in encodings], dtype=np.int64),
+            "token_type_ids": np.array([e.type_ids for e in encodings], dtype=np.int64),
+            "attention_mask": np.array([e.attention_mask for e in encodings], dtype=np.int64),
+        }

@@ -20,12 +20,11 @@ from typing import Any
 
 from tqdm import tqdm
 
-from app.benchmark import Question, check_gold_in_range, load_questions
 from app.checks import check_name, check_system
-from app.corpus import fingerprint, load_corpus
+from app.dm.features import DM_DIR
 from app.errors import UserError
-from app.llm import LLMGateway
-from app.metrics import (
+from app.eval.benchmark import Question, check_gold_in_range, load_questions
+from app.eval.metrics import (
     chain_covered,
     contain_match,
     exact_match,
@@ -33,11 +32,17 @@ from app.metrics import (
     prompt_reuse,
     token_f1,
 )
+from app.index.corpus import fingerprint, load_corpus
+from app.index.indexing import build_index
+from app.index.store import CorpusIndex
+from app.llm.gateway import LLMGateway
+from app.resources import Resources
 from app.settings import DEFT_SETTINGS, Settings
-from app.store import CorpusIndex
+from graph.systems import build_system
 from nodes.answer import UNKNOWN
 from prompts import load_prompt
 from tools.comparison import RULE
+from tools.decision import CALIBRATION_FILE
 
 # Per-question numbers averaged in every summary, and the columns of a summary table.
 PER_QUESTION_METRICS = (
@@ -103,8 +108,6 @@ def deft_signature(settings: Settings) -> str:
 def dm_signature(settings: Settings) -> str:
     """Which decision model judges: the zero-shot calibration and, when used, the trained
     DM (its dm.json holds the calibration and the kinds it serves)."""
-    from app.dm_train import DM_DIR
-    from tools.decision import CALIBRATION_FILE
 
     def digest(path: Path) -> str:
         return hashlib.sha256(path.read_bytes()).hexdigest()[:12] if path.is_file() else "none"
@@ -306,8 +309,6 @@ def run_eval(
     progress: bool = True,
 ) -> dict[str, Any]:
     """Run `system` over the questions; returns the summary (also written to OUT)."""
-    from graph.systems import build_system
-
     check_system(system)
     if (corpus is None) == (index is None):
         raise UserError("give exactly one of --corpus and --index")
@@ -345,11 +346,7 @@ def run_eval(
     (out / RUN).write_text(json.dumps(asdict(config), indent=2))
 
     if corpus is not None:
-        from app.indexing import build_index
-
         build_index(settings, Path(corpus), index_name, progress=progress)
-
-    from app.resources import Resources
 
     finished = {r["id"] for r in done}
     todo = [q for q in questions if q.id not in finished]

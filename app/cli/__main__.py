@@ -1,0 +1,5 @@
+"""`python -m app.cli ...` runs the `hoprag` command."""
+
+from app.cli import main
+
+main()
