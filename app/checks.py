@@ -5,9 +5,11 @@ message. Standard library only, so that importing this module stays cheap."""
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from pathlib import Path
 
 from app.errors import UserError
-from app.settings import MAX_QUESTION_CHARS, SYSTEM_NAMES, Settings
+from app.settings import BENCHMARKS, MAX_QUESTION_CHARS, SYSTEM_NAMES, Settings
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
@@ -68,3 +70,18 @@ def require_index(settings: Settings, name: str) -> str:
             hint=f"build it with `hoprag index PATH --name {name}` (existing: {known})",
         )
     return name
+
+
+def check_benchmarks(folder: Path, names: Sequence[str] = BENCHMARKS) -> Path:
+    """The benchmark folder (HOPRAG_DATA), refused with what to do when a benchmark's
+    files are not there: users have no benchmarks until they put them somewhere."""
+    for name in names:
+        for file in ("questions.json", "corpus.json"):
+            if not (folder / name / file).is_file():
+                raise UserError(
+                    f"no benchmark data: {folder / name / file} does not exist",
+                    hint="set HOPRAG_DATA (or --data) to the folder holding "
+                    f"{', '.join(f'{n}/' for n in names)} each with questions.json and "
+                    'corpus.json (docs/guide.md, "Benchmark data")',
+                )
+    return folder

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sys
+from typing import NoReturn
+
 
 class UserError(ValueError):
     """Something the user can fix (bad input, missing model, unknown index). A ValueError,
@@ -22,3 +25,11 @@ class ServiceError(UserError):
     """A model server or endpoint that does not answer, or answers garbage."""
 
     exit_code = 3
+
+
+def exit_with(exc: UserError) -> NoReturn:
+    """What every entry point does with a user error: one line, the hint, the exit code."""
+    print(f"error: {exc.message}", file=sys.stderr)
+    if exc.hint:
+        print(f"  hint: {exc.hint}", file=sys.stderr)
+    sys.exit(exc.exit_code)

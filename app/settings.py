@@ -13,6 +13,7 @@ import os
 from copy import copy as dataclass_copy
 from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
+from types import UnionType
 from typing import Any, Literal, get_args, get_origin, get_type_hints
 
 from app.errors import UserError
@@ -27,6 +28,8 @@ MAX_QUESTION_CHARS = 2000
 # The question-answering systems (`graph/systems.py` builds each), known here so that a
 # wrong name is refused before any graph module loads.
 SYSTEM_NAMES = ("closed_book", "vanilla", "oracle", "iterative", "deft", "chainrag")
+# The benchmarks under HOPRAG_DATA that DM training and the bench scripts read.
+BENCHMARKS = ("musique", "2wikimultihopqa", "hotpotqa")
 
 # Passage-level retrieval: reciprocal-rank fusion constant (Cormack et al., 2009) and how
 # deep each ranker is read before fusing.
@@ -221,11 +224,11 @@ class Settings:
         default=Path("~/.cache/hoprag").expanduser(),
         metadata={"description": "Where models, indexes and caches live (HOPRAG_HOME)."},
     )
-    data: Path = field(
-        default=Path(__file__).resolve().parents[2] / "shared" / "data",
+    data: Path | None = field(
+        default=None,
         metadata={
             "description": "Benchmark folder with musique/, 2wikimultihopqa/, hotpotqa/ "
-            "(DM training data, bench scripts; HOPRAG_DATA)."
+            "(DM training data, bench scripts; HOPRAG_DATA; default HOPRAG_HOME/data)."
         },
     )
     model: str = field(
@@ -411,6 +414,8 @@ class Settings:
                 continue
             kind = hints[f.name]
             kind = str if getattr(kind, "__origin__", None) is Literal else kind
+            if get_origin(kind) is UnionType:  # `X | None`: an environment value is an X
+                kind = next(arg for arg in get_args(kind) if arg is not type(None))
             setattr(self, f.name, _coerce(raw, kind, f.name))
         if self.llm_api_key == "not-needed" and os.environ.get("OPENAI_API_KEY"):
             self.llm_api_key = os.environ["OPENAI_API_KEY"]
@@ -428,7 +433,7 @@ class Settings:
                     hint=f"use one of: {', '.join(allowed)}",
                 )
         self.home = Path(self.home).expanduser()
-        self.data = Path(self.data).expanduser()
+        self.data = Path(self.data).expanduser() if self.data else self.home / "data"
 
     @classmethod
     def of(cls, runtime: Any) -> Settings:

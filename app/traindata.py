@@ -22,6 +22,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from app.checks import check_benchmarks
+from app.errors import UserError, exit_with
 from app.settings import Settings
 
 EXAMPLES_FILE = Path(__file__).parent / "data" / "sub_question_examples.json"
@@ -141,6 +143,10 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=Settings().data)
     parser.add_argument("--out", type=Path, default=EXAMPLES_FILE)
     args = parser.parse_args()
+    try:
+        check_benchmarks(args.data, ("musique", "2wikimultihopqa"))
+    except UserError as exc:
+        exit_with(exc)
     chains = write_examples(args.data, args.out)
     by_source: dict[str, int] = {}
     for chain in chains:

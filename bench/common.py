@@ -10,17 +10,26 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from app.settings import Settings
+from app.checks import check_benchmarks
+from app.errors import UserError, exit_with
+from app.settings import BENCHMARKS, Settings
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = Settings().data  # HOPRAG_DATA, else ../shared/data beside the checkout
+DATA = Settings().data  # HOPRAG_DATA, else HOPRAG_HOME/data
 RESULTS = ROOT / "bench" / "results"
-BENCHMARKS = ("musique", "2wikimultihopqa", "hotpotqa")
+
+
+def require_data(names: Sequence[str] = BENCHMARKS) -> Path:
+    """The benchmark folder, or one clear line saying where to put it."""
+    try:
+        return check_benchmarks(DATA, names)
+    except UserError as exc:
+        exit_with(exc)
 
 
 def machine(gpu: str | None = None) -> str:
@@ -69,7 +78,7 @@ def trace_states(record: dict[str, Any]) -> Iterator[tuple[dict[str, Any], dict[
 
 
 def questions(benchmark: str, split: str = "dev") -> list[dict[str, Any]]:
-    items = json.loads((DATA / benchmark / "questions.json").read_text())
+    items = json.loads((require_data([benchmark]) / benchmark / "questions.json").read_text())
     return [q for q in items if q.get("split") == split]
 
 

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import subprocess
 
-from bench.common import DATA, ROOT, run_measured, run_per_corpus
+from bench.common import ROOT, require_data, run_measured, run_per_corpus
 
 HOPRAG = str(ROOT / ".venv" / "bin" / "hoprag")
 
 
 def build(name: str) -> dict[str, float | str]:
     subprocess.run([HOPRAG, "index", "drop", name, "--yes"], capture_output=True)
-    corpus = DATA / name / "corpus.json"
+    corpus = require_data([name]) / name / "corpus.json"
     seconds, peak_gib, stdout = run_measured(
         [HOPRAG, "index", str(corpus), "--name", name, "--quiet"]
     )

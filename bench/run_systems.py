@@ -31,7 +31,7 @@ import sys
 
 from app.index.graph_build import GRAPH_FILE
 from app.settings import Settings
-from bench.common import BENCHMARKS, DATA, RESULTS, ROOT
+from bench.common import BENCHMARKS, RESULTS, ROOT, require_data
 
 HOPRAG = str(ROOT / ".venv" / "bin" / "hoprag")
 SYSTEMS = ("vanilla", "oracle", "deft", "closed_book", "iterative", "chainrag")
@@ -65,12 +65,13 @@ def main() -> None:
         "--tag", default="", help="suffix for the run folders (runs apart from the main table)"
     )
     args = parser.parse_args()
+    data = require_data(args.benchmarks)
     # `kill` stops the run this started too, as Ctrl-C does: subprocess.run kills its
     # child on any exception (a cut-short results line is dropped and its question reruns).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     for bench in args.benchmarks:  # no-op when the index is up to date
         subprocess.run(
-            [HOPRAG, "index", str(DATA / bench / "corpus.json"), "--name", bench, "--quiet"],
+            [HOPRAG, "index", str(data / bench / "corpus.json"), "--name", bench, "--quiet"],
             check=True,
         )
         if not (Settings().indexes_dir / bench / GRAPH_FILE).is_file():
@@ -88,7 +89,7 @@ def main() -> None:
                     HOPRAG,
                     "eval",
                     "--data",
-                    str(DATA / bench / "questions.json"),
+                    str(data / bench / "questions.json"),
                     "--index",
                     bench,
                     "--split",

@@ -39,7 +39,7 @@ from app.eval.run import run_eval
 from app.llm.gateway import LLMGateway, free_port
 from app.llm.models import require_model
 from app.settings import Settings
-from bench.common import DATA, RESULTS, save
+from bench.common import RESULTS, require_data, save
 
 # name -> (settings overrides of the embedded server, how its calls are replayed).
 # `llama-cpp-python` is the server hoprag embedded before (llama-cpp-python's own, one
@@ -76,7 +76,7 @@ def record(benchmark: str, limit: int) -> Path:
     settings = Settings(judge="off")
     by_question = []
     with tempfile.TemporaryDirectory() as out:
-        data = DATA / benchmark / "questions.json"
+        data = require_data([benchmark]) / benchmark / "questions.json"
         for n in range(1, limit + 1):  # one question at a time, to group its calls
             start = len(calls)
             run_eval(

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from app.settings import Settings
 from app.traindata import EXAMPLES_FILE, musique_chain, phrase_relation, wiki2_chain
 from tools.examples import ExampleBank, render_steps
 
@@ -105,7 +106,7 @@ def test_the_shipped_bank_holds_only_training_questions() -> None:
         "extra_train/musique",
         "2wikimultihopqa/train",
     }
-    dev = Path(__file__).parents[2] / "shared" / "data" / "musique" / "questions.json"
+    dev = Settings().data / "musique" / "questions.json"
     if dev.is_file():  # where the benchmark data is at hand, check there is no leak
         dev_questions = {q["question"] for q in json.loads(dev.read_text()) if q["split"] == "dev"}
         assert not dev_questions & {c["question"] for c in shipped}

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from app.checks import check_benchmarks
 from app.errors import UserError
 from app.settings import Settings
 from tests.conftest import ROOT
@@ -63,16 +64,27 @@ def test_request_settings_are_the_method_knobs_with_their_types() -> None:
             Settings().with_request(bad, strict=True)
 
 
-def test_every_setting_is_in_the_readme_settings_table() -> None:
-    table = (ROOT / "README.md").read_text().split("## Settings", 1)[1].split("\n## ", 1)[0]
+def test_every_setting_is_in_the_guide_settings_table() -> None:
+    guide = (ROOT / "docs" / "guide.md").read_text()
+    table = guide.split("## Settings", 1)[1].split("\n## ", 1)[0]
     missing = [f.name for f in fields(Settings) if f"`HOPRAG_{f.name.upper()}`" not in table]
-    assert not missing, f"settings missing from README's table: {missing}"
+    assert not missing, f"settings missing from docs/guide.md's table: {missing}"
 
 
 def test_the_benchmark_folder_follows_hoprag_data(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.delenv("HOPRAG_DATA", raising=False)
-    assert Settings().data == ROOT.parent / "shared" / "data"
+    assert Settings(home=tmp_path / "home").data == tmp_path / "home" / "data"
     monkeypatch.setenv("HOPRAG_DATA", str(tmp_path))
     assert Settings().data == tmp_path
+
+
+def test_missing_benchmarks_say_where_to_put_them(tmp_path: Path) -> None:
+    (tmp_path / "musique").mkdir()
+    (tmp_path / "musique" / "questions.json").write_text("[]")
+    with pytest.raises(UserError, match=r"musique/corpus\.json does not exist") as raised:
+        check_benchmarks(tmp_path)
+    assert "HOPRAG_DATA" in raised.value.hint
+    (tmp_path / "musique" / "corpus.json").write_text("[]")
+    assert check_benchmarks(tmp_path, ["musique"]) == tmp_path

@@ -17,7 +17,7 @@ from app.cli.dm import dm_app
 from app.cli.eval import eval_app
 from app.cli.index import cache_app, graph_app, index_app
 from app.cli.models import llm_app, models_app
-from app.errors import UserError
+from app.errors import UserError, exit_with
 
 HELP = """hoprag answers questions whose answer needs facts from several passages.
 
@@ -53,10 +53,7 @@ def main() -> None:
     try:
         app()
     except UserError as exc:
-        typer.echo(f"error: {exc.message}", err=True)
-        if exc.hint:
-            typer.echo(f"  hint: {exc.hint}", err=True)
-        sys.exit(exc.exit_code)
+        exit_with(exc)
     except KeyboardInterrupt:
         typer.echo("interrupted", err=True)
         sys.exit(130)

@@ -16,9 +16,10 @@ from typing import Annotated
 import typer
 from tqdm import tqdm
 
+from app.checks import check_benchmarks
 from app.cli.common import load_settings
-from app.dm.data import BENCHMARKS, passage_text, read_jsonl
 from app.dm.data import build as build_examples
+from app.dm.data import passage_text, read_jsonl
 from app.dm.eval import evaluate, trained_kinds
 from app.dm.features import DM_DIR
 from app.errors import UserError
@@ -58,7 +59,7 @@ def dm_data(
     negatives and the `direct` labels."""
     settings = load_settings()
     data = data or settings.data
-    _check_benchmarks(data)
+    check_benchmarks(data)
     typer.echo(json.dumps(build_examples(data, settings, out, suff_near_misses), indent=2))
     typer.echo(f"wrote {out}/train.jsonl, calib.jsonl, dev.jsonl and counts.json")
 
@@ -75,7 +76,7 @@ def dm_rewordings(data: DataDirOpt = None) -> None:
 
     settings = load_settings()
     data = data or settings.data
-    _check_benchmarks(data)
+    check_benchmarks(data)
     gateway = LLMGateway(settings)
     try:
         rewordings = builder.build_rewordings(
@@ -124,7 +125,7 @@ def dm_train(
     settings = load_settings()
     if not any((data / name).is_file() for name in ("train.jsonl", "calib.jsonl", "dev.jsonl")):
         benchmarks = benchmarks or settings.data
-        _check_benchmarks(benchmarks)
+        check_benchmarks(benchmarks)
         typer.echo(f"no DM examples in {data}: building them first (hoprag dm data)", err=True)
         typer.echo(json.dumps(build_examples(benchmarks, settings, data)), err=True)
     _require_dm_data(data, ("train.jsonl", "calib.jsonl"))
@@ -243,12 +244,3 @@ def _require_dm_data(data: Path, names: Sequence[str]) -> None:
     for name in names:
         if not (data / name).is_file():
             raise UserError(f"no {name} in {data}", hint="run `hoprag dm data` first")
-
-
-def _check_benchmarks(benchmarks: Path) -> None:
-    for bench in BENCHMARKS:
-        if not (benchmarks / bench / "questions.json").is_file():
-            raise UserError(
-                f"no {bench}/questions.json under {benchmarks}",
-                hint="point --data (or HOPRAG_DATA) at the benchmark folder (see its README.md)",
-            )

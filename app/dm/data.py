@@ -54,6 +54,7 @@ from tqdm import tqdm
 from app.dm.features import RETRIEVAL_SIGNALS
 from app.errors import UserError
 from app.index.corpus import passage_text as corpus_passage_text
+from app.settings import BENCHMARKS
 from app.traindata import (
     musique_chain,
     named_subject,
@@ -484,7 +485,6 @@ def extra_rel_examples(item: Item, texts: dict[int, str], gold: set[int]) -> Ite
             )
 
 
-BENCHMARKS = ("musique", "2wikimultihopqa", "hotpotqa")
 EXTRA_HOTPOTQA = (
     "hotpotqa_train_hipporag100.json",
     "hotpotqa_train_ecm500_gold_evidence_only.json",
