@@ -1,6 +1,7 @@
 # hoprag: two commands do all set-up on a fresh machine.
 #   make demo   venv + install + models + sample index, then answers a sample question
-#   make test   the same set-up, then the test suite
+#   make test   the same set-up, then the test suite (both tiers)
+#   make test-fast  the same set-up, then the fast tier alone (no chat model)
 #   make serve  the same set-up, then every graph behind `langgraph dev` on
 #               127.0.0.1:$HOPRAG_PORT (default 8123) for chat clients and Studio
 # Every step is idempotent: a second run skips finished work.
@@ -13,7 +14,7 @@ STAMP  := $(VENV)/.hoprag-installed
 SAMPLE := app/data/sample/corpus.json
 export CMAKE_BUILD_PARALLEL_LEVEL ?= 2
 
-.PHONY: setup demo serve test lint browser clean
+.PHONY: setup demo serve test test-fast lint browser clean
 
 $(PY):
 	$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "hoprag needs Python 3.11"'
@@ -46,8 +47,13 @@ browser:
 	@command -v chromium >/dev/null || { apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium; }
 
+# Both tiers: the fast one, then the end-to-end one (real chat model, servers, the CLI).
 test: setup browser
 	$(PY) -m pytest
+
+# The fast tier alone: stub chat model, small embedder and NER, the sample's stores.
+test-fast: setup
+	$(PY) -m pytest -m "not e2e"
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

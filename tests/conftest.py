@@ -22,6 +22,18 @@ SAMPLE_QUESTIONS = ROOT / "app" / "data" / "sample" / "questions.json"
 HOPRAG = str(Path(sys.executable).with_name("hoprag"))
 
 
+# The end-to-end tier: tests that talk to the real chat model, start servers or run the
+# installed CLI. Everything else is the fast tier (`make test-fast`: stub gateway, the
+# small embedder and NER models, stores of the 24-passage sample).
+E2E_FIXTURES = {"gateway", "trained"}  # trained: test_dm_train's adapter, trained with torch
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if E2E_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.e2e)
+
+
 @pytest.fixture(scope="session")
 def home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """A fresh HOPRAG_HOME whose models/ points at the provisioned models."""

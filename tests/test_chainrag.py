@@ -14,6 +14,8 @@ from nodes.integrate import route_after_chain_step
 from nodes.rewrite import known_facts, substitute_answers
 from nodes.sub_question import parse_plan
 
+pytestmark = pytest.mark.e2e  # the real chat model, servers or the installed CLI
+
 
 def _row(question: str, answer: str, sentence_ids: list[int] | None = None) -> ChainStep:
     return ChainStep(

@@ -20,6 +20,8 @@ from app.llm.gateway import free_port
 from app.settings import Settings
 from tools.retriever import Retriever
 
+pytestmark = pytest.mark.e2e  # the real chat model, servers or the installed CLI
+
 CHROMA = str(Path(sys.executable).with_name("chroma"))
 QUESTIONS = ["Who founded Velloway Ironworks?", "Which river flows through Brisk Hollow?"]
 

@@ -16,6 +16,8 @@ from langchain_openai import ChatOpenAI
 from app.llm.gateway import free_port
 from tests.conftest import HOPRAG, SAMPLE_CORPUS, assert_user_error, run_cli
 
+pytestmark = pytest.mark.e2e  # the real chat model, servers or the installed CLI
+
 
 def test_help_explains_every_command(home: Path) -> None:
     top = run_cli("--help", home=home)

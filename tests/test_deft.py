@@ -10,6 +10,8 @@ from app.settings import Settings
 from graph.deft import build_deft
 from nodes.sub_question import has_back_reference
 
+pytestmark = pytest.mark.e2e  # the real chat model, servers or the installed CLI
+
 
 @pytest.fixture(scope="module")
 def resources(settings: Settings, sample_index: str):

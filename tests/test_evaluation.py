@@ -20,6 +20,8 @@ from app.eval.run import chainrag_signature, deft_signature, run_eval
 from app.settings import Settings
 from tests.conftest import HOPRAG, SAMPLE_CORPUS, SAMPLE_QUESTIONS, assert_user_error, run_cli
 
+pytestmark = pytest.mark.e2e  # the real chat model, servers or the installed CLI
+
 
 @pytest.fixture
 def no_models(monkeypatch: pytest.MonkeyPatch) -> None:

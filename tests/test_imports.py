@@ -117,6 +117,7 @@ def test_no_import_cycles() -> None:
     assert not cycles
 
 
+@pytest.mark.e2e  # a fresh interpreter per module: about a minute
 def test_every_module_imports_alone() -> None:
     """Each module imports in a fresh interpreter: no hidden order between them."""
     script = "import importlib, sys\nfor name in sys.argv[1:]:\n    importlib.import_module(name)\n"

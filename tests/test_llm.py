@@ -19,6 +19,8 @@ from app.llm.engine import engine_dir
 from app.llm.gateway import LLMGateway, free_port
 from app.settings import Settings
 
+pytestmark = pytest.mark.e2e  # the real chat model, servers or the installed CLI
+
 YES_NO = "Answer the question with yes or no."
 
 

@@ -26,6 +26,8 @@ from app.llm.gateway import LLMGateway, free_port
 from app.settings import MAX_QUESTION_CHARS, Settings
 from tests.conftest import HOPRAG, SAMPLE_CORPUS, assert_user_error, run_cli, stored_data
 
+pytestmark = pytest.mark.e2e  # the real chat model, servers or the installed CLI
+
 TWO_HOPS = "Which river flows through the town where Tavistrom College is located?"
 
 

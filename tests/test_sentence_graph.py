@@ -96,6 +96,7 @@ def test_tools_find_the_bridge_sentence(
     assert names == {"seed_sentences", "expand_from_seeds", "entities", "sentences_with"}
 
 
+@pytest.mark.e2e  # indexes four corpora: half a minute
 def test_awkward_corpora_build_smaller_graphs(
     settings: Settings, tmp_path: Path, embedder, ner
 ) -> None:

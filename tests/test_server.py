@@ -21,6 +21,8 @@ from langgraph_sdk import get_sync_client
 from app.llm.gateway import free_port
 from tests.conftest import HOPRAG, ROOT, stored_data
 
+pytestmark = pytest.mark.e2e  # the real chat model, servers or the installed CLI
+
 
 def start_server(home: Path, index: str, log: Path, **env: str) -> tuple[subprocess.Popen, str]:
     """`hoprag serve` on a free port, once it answers /ok."""
