@@ -33,7 +33,7 @@ DataDirOpt = Annotated[
     typer.Option(
         "--data",
         help="Benchmark folder with musique/, 2wikimultihopqa/, hotpotqa/ "
-        "(default: HOPRAG_DATA, else ../shared/data beside the checkout).",
+        "(default: HOPRAG_DATA, else HOPRAG_HOME/data).",
     ),
 ]
 
@@ -113,7 +113,7 @@ def dm_train(
         typer.Option(
             "--benchmarks",
             help="Benchmark folder for `hoprag dm data` when --data is empty "
-            "(default: HOPRAG_DATA, else ../shared/data beside the checkout).",
+            "(default: HOPRAG_DATA, else HOPRAG_HOME/data).",
         ),
     ] = None,
 ) -> None:

@@ -117,7 +117,7 @@ def dm_signature(settings: Settings) -> str:
 
 
 def derived_index_name(corpus: Path, fp: str) -> str:
-    """`musique-058010f3` for ../shared/data/musique/corpus.json: readable and unique."""
+    """`musique-058010f3` for DATA/musique/corpus.json: readable and unique."""
     stem = corpus.parent.name if corpus.stem == "corpus" else corpus.stem
     slug = "".join(ch if ch.isalnum() or ch in "-_" else "-" for ch in stem).strip("-_")
     return check_name(f"{slug or 'corpus'}-{fp[:8]}")
