@@ -1,7 +1,9 @@
-"""The embedder's fast runtime gives the torch model's vectors, and is built only once."""
+"""The embedder's fast runtime gives the torch model's vectors, is built only once, and serves
+concurrent runs."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -29,3 +31,24 @@ def test_fast_vectors_match_the_torch_model(embedder: Embedder, settings) -> Non
     Embedder(settings.runtime_dir)  # a second process start reuses the runtime
     assert built[0].stat().st_mtime_ns == stamp
     assert embedder.embed([]).shape == (0, embedder.dim)
+
+
+def test_concurrent_runs_share_the_tokenizer(embedder: Embedder) -> None:
+    """The server's runs embed at once through one tokenizer: none fails, and each gets
+    the vectors it would get alone."""
+    alone = embedder.embed(TEXTS)
+    errors: list[str] = []
+
+    def embed_often() -> None:
+        try:
+            for _ in range(20):
+                assert np.array_equal(embedder.embed(TEXTS), alone)
+        except Exception as exc:  # "Already borrowed" from the shared tokenizer
+            errors.append(repr(exc))
+
+    threads = [threading.Thread(target=embed_often) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors

@@ -10,6 +10,7 @@ import hashlib
 import json
 import logging
 import tempfile
+import threading
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -122,6 +123,10 @@ class Tokenizer:
         config = json.loads((model_dir / "tokenizer_config.json").read_text())
         self.pad_token = config.get("pad_token", "[PAD]")
         self.pad_id = self.backend.token_to_id(self.pad_token)
+        # Truncation and padding are settings of the shared backend, and `encode_batch`
+        # runs without the GIL: setting them while another thread encodes raises
+        # "Already borrowed". The server's concurrent runs share one tokenizer.
+        self.lock = threading.Lock()
 
     def __call__(
         self,
@@ -139,16 +144,17 @@ class Tokenizer:
         if return_tensors != "np":
             raise ValueError("this tokenizer returns numpy arrays only")
         strategy = "longest_first" if truncation is True else truncation
-        if strategy:
-            self.backend.enable_truncation(max_length, strategy=strategy)
-        else:
-            self.backend.no_truncation()
-        if padding:
-            self.backend.enable_padding(pad_id=self.pad_id, pad_token=self.pad_token)
-        else:
-            self.backend.no_padding()
         inputs = texts if pairs is None else list(zip(texts, pairs, strict=True))
-        encodings = self.backend.encode_batch(inputs)
+        with self.lock:
+            if strategy:
+                self.backend.enable_truncation(max_length, strategy=strategy)
+            else:
+                self.backend.no_truncation()
+            if padding:
+                self.backend.enable_padding(pad_id=self.pad_id, pad_token=self.pad_token)
+            else:
+                self.backend.no_padding()
+            encodings = self.backend.encode_batch(inputs)
         return {
             "input_ids": np.array([e.ids for e in encodings], dtype=np.int64),
             "token_type_ids": np.array([e.type_ids for e in encodings], dtype=np.int64),
