@@ -4,7 +4,6 @@ how a finished or interrupted run is read back for `hoprag trace` and `hoprag re
 
 from __future__ import annotations
 
-import re
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,15 +17,10 @@ from langgraph.types import Overwrite
 from langgraph_sdk import get_sync_client
 
 from app.errors import ServiceError, UserError
+from app.postgres import connect
 from app.settings import Settings
 
 BRANCH = "branch:to:"
-POSTGRES_CONNECT_TIMEOUT_S = 10
-
-
-def redact(url: str) -> str:
-    """A connection string fit for an error message: the password replaced."""
-    return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", url)
 
 
 def no_such_run(thread_id: str) -> UserError:
@@ -69,7 +63,6 @@ def open_checkpointer(
 @contextmanager
 def _postgres(url: str) -> Iterator[BaseCheckpointSaver]:
     try:  # an optional backend: its packages may be missing
-        import psycopg
         from langgraph.checkpoint.postgres import PostgresSaver
         from psycopg.rows import dict_row
     except ImportError:
@@ -77,20 +70,7 @@ def _postgres(url: str) -> Iterator[BaseCheckpointSaver]:
             "HOPRAG_POSTGRES_URL is set but langgraph-checkpoint-postgres is not installed",
             hint='pip install "langgraph-checkpoint-postgres" "psycopg[binary]"',
         ) from None
-    try:
-        conn = psycopg.Connection.connect(
-            url,
-            autocommit=True,
-            prepare_threshold=0,
-            row_factory=dict_row,
-            connect_timeout=POSTGRES_CONNECT_TIMEOUT_S,
-        )
-    except psycopg.Error as exc:
-        raise ServiceError(
-            f"the Postgres checkpoint database {redact(url)} does not answer: "
-            f"{str(exc).strip().splitlines()[0][:200]}",
-            hint="check HOPRAG_POSTGRES_URL, or unset it to checkpoint in SQLite",
-        ) from None
+    conn = connect(url, "checkpoint", prepare_threshold=0, row_factory=dict_row)
     with conn:
         saver = PostgresSaver(conn)
         saver.setup()

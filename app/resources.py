@@ -36,11 +36,7 @@ class Resources:
         index = CorpusIndex.open(settings, index_name)
         embedder = Embedder(settings.runtime_dir)
         gateway = LLMGateway(settings)
-        cache = QACache(
-            settings.indexes_dir / f"{index_name}.qa_cache.sqlite",
-            index.manifest["fingerprint"],
-            embedder,
-        )
+        cache = QACache.open(settings, index_name, index.manifest["fingerprint"], embedder)
         trained = (
             TrainedDM.load(DM_DIR, settings.runtime_dir, embedder) if settings.trained_dm else None
         )

@@ -102,6 +102,12 @@ SPACY_BATCH_SIZE = 64
 CHAT_HISTORY_MESSAGES = 6
 CHAT_HISTORY_CHARS = 400
 
+# Postgres (HOPRAG_POSTGRES_URL): how long a connection may take before the database counts
+# as down, and the advisory lock that serialises the QA cache's table creation (Postgres'
+# CREATE TABLE IF NOT EXISTS races when several processes start at once).
+POSTGRES_CONNECT_TIMEOUT_S = 10
+QA_CACHE_SCHEMA_LOCK = 0x6870_7161  # "hpqa"
+
 # Traces: more decisions than this of one kind at one step print as one summary line.
 TRACE_DECISION_BATCH = 10
 

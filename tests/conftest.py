@@ -25,7 +25,8 @@ HOPRAG = str(Path(sys.executable).with_name("hoprag"))
 # The end-to-end tier: tests that talk to the real chat model, start servers or run the
 # installed CLI. Everything else is the fast tier (`make test-fast`: stub gateway, the
 # small embedder and NER models, stores of the 24-passage sample).
-E2E_FIXTURES = {"gateway", "trained"}  # trained: test_dm_train's adapter, trained with torch
+# trained: test_dm_train's adapter, trained with torch; postgres_url: a PostgreSQL server
+E2E_FIXTURES = {"gateway", "trained", "postgres_url"}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -96,6 +97,15 @@ def gateway(settings: Settings):
     gw = LLMGateway(settings)
     yield gw
     gw.close()
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """A throwaway PostgreSQL server on loopback for the session (tests/servers.py)."""
+    from tests.servers import postgres_server
+
+    with postgres_server() as url:
+        yield url
 
 
 def run_cli(

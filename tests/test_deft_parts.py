@@ -4,9 +4,8 @@ the calibration maths."""
 
 from __future__ import annotations
 
-import json
 import multiprocessing
-import sqlite3
+import uuid
 import warnings
 from pathlib import Path
 from typing import Any
@@ -154,49 +153,110 @@ def test_damaged_calibration_falls_back_with_a_warning(tmp_path: Path) -> None:
     assert Calibration.load(path).platt["rel"] == Platt(8.0, -4.0)
 
 
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.e2e)])
+def cache_home(request: pytest.FixtureRequest, tmp_path: Path) -> Settings:
+    """Settings whose QA caches are SQLite files in a private home, or rows in the
+    session's PostgreSQL server: the same tests hold for both stores."""
+    url = request.getfixturevalue("postgres_url") if request.param == "postgres" else ""
+    return Settings(home=tmp_path, postgres_url=url)
+
+
+def _index_name() -> str:
+    """An index name of its own, so that tests sharing one database never meet."""
+    return f"test-{uuid.uuid4().hex[:12]}"
+
+
+class _Fixed:
+    """A deterministic stand-in vector: these tests are about storage, not meaning."""
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        return np.ones((len(texts), 4), dtype=np.float32) / 2
+
+
 def test_qa_cache_survives_restart_and_never_serves_a_stale_corpus(
-    tmp_path: Path, embedder
+    cache_home: Settings, embedder
 ) -> None:
-    path = tmp_path / "cache.sqlite"
-    cache = QACache(path, "fp-1", embedder)
+    index = _index_name()
+    cache = QACache.open(cache_home, index, "fp-1", embedder)
     cache.put("Who founded Velloway Ironworks?", "Odile Farrengast", [6])
     cache.close()
-    reopened = QACache(path, "fp-1", embedder)
+    reopened = QACache.open(cache_home, index, "fp-1", embedder)
     hit = reopened.exact("who founded velloway ironworks")
     assert hit is not None and hit.answer == "Odile Farrengast" and hit.passage_ids == [6]
     similar = reopened.similar("Who was the founder of Velloway Ironworks?")
     assert similar and similar[0]["answer"] == "Odile Farrengast"
     assert reopened.similar("What is the boiling point of water?") == []
-    changed = QACache(path, "fp-2", embedder)  # the corpus changed
+    changed = QACache.open(cache_home, index, "fp-2", embedder)  # the corpus changed
     assert changed.exact("Who founded Velloway Ironworks?") is None
     assert changed.similar("Who founded Velloway Ironworks?") == []
-    assert changed.stats()["stale_entries"] == 1
+    assert changed.stats()["stale_entries"] == 1 and changed.stats()["entries"] == 0
+    other = QACache.open(cache_home, _index_name(), "fp-1", embedder)  # another index
+    assert other.exact("Who founded Velloway Ironworks?") is None
+    assert other.stats()["entries"] == other.stats()["stale_entries"] == 0
+    assert reopened.clear() == 1 and changed.stats()["stale_entries"] == 0
+    for opened in (reopened, changed, other):
+        opened.close()
 
 
-def _writer(path: str, worker: int, n: int) -> None:
-    class _Fixed:  # a deterministic stand-in vector: this test is about SQLite, not meaning
-        def embed(self, texts):
-            return np.ones((len(texts), 4), dtype=np.float32) / 2
-
-    cache = QACache(Path(path), "fp", _Fixed())  # type: ignore[arg-type]
+def _writer(home: str, url: str, index: str, worker: int, n: int) -> None:
+    cache = QACache.open(Settings(home=Path(home), postgres_url=url), index, "fp", _Fixed())  # type: ignore[arg-type]
     for i in range(n):
         cache.put(f"Question {worker}-{i}?", f"answer {worker}-{i}", [worker, i])
     cache.close()
 
 
-def test_qa_cache_is_safe_with_concurrent_writers(tmp_path: Path) -> None:
-    path = tmp_path / "shared.sqlite"
+def _spawn(target: Any, *args: Any) -> int:
+    """Run `target(*args)` in a fresh process (its own connection); its exit code."""
+    proc = multiprocessing.get_context("spawn").Process(target=target, args=args)
+    proc.start()
+    proc.join(timeout=120)
+    return proc.exitcode if proc.exitcode is not None else -1
+
+
+def test_qa_cache_is_safe_with_concurrent_writers(cache_home: Settings) -> None:
+    index = _index_name()
+    args = (str(cache_home.home), cache_home.postgres_url, index)
     ctx = multiprocessing.get_context("spawn")
-    workers = [ctx.Process(target=_writer, args=(str(path), w, 40)) for w in range(4)]
+    workers = [ctx.Process(target=_writer, args=(*args, w, 40)) for w in range(4)]
     for p in workers:
         p.start()
     for p in workers:
         p.join(timeout=120)
         assert p.exitcode == 0
-    db = sqlite3.connect(path)
-    rows = db.execute("SELECT norm, answer, passage_ids FROM entries").fetchall()
-    assert len(rows) == 160
-    assert {json.loads(r[2])[0] for r in rows} == {0, 1, 2, 3}
+    cache = QACache.open(cache_home, index, "fp", _Fixed())  # type: ignore[arg-type]
+    assert cache.stats()["entries"] == 160
+    for worker in range(4):
+        for i in range(40):
+            hit = cache.exact(f"question {worker}-{i}")
+            assert hit is not None and hit.answer == f"answer {worker}-{i}"
+            assert hit.passage_ids == [worker, i]
+    cache.close()
+
+
+def _reader(home: str, url: str, index: str) -> None:
+    """Another process: looks a sub-question up, counts the lookup; exit code 0 on a hit
+    with the answer the first process stored."""
+    cache = QACache.open(Settings(home=Path(home), postgres_url=url), index, "fp", _Fixed())  # type: ignore[arg-type]
+    hit = cache.exact("Who founded Velloway Ironworks?")
+    cache.record_lookup("exact" if hit else "miss")
+    cache.close()
+    raise SystemExit(0 if hit and hit.answer == "Odile Farrengast" else 1)
+
+
+def test_two_processes_share_qa_cache_hits(cache_home: Settings) -> None:
+    index = _index_name()
+    args = (str(cache_home.home), cache_home.postgres_url, index)
+    assert _spawn(_reader, *args) == 1  # nothing cached yet: a miss
+    cache = QACache.open(cache_home, index, "fp", _Fixed())  # type: ignore[arg-type]
+    cache.put("Who founded Velloway Ironworks?", "Odile Farrengast", [6])
+    assert _spawn(_reader, *args) == 0  # the other process sees this one's answer
+    stats = cache.stats()  # ... and this one its lookups
+    assert (stats["lookups"], stats["hits"], stats["by_outcome"]) == (
+        2,
+        1,
+        {"miss": 1, "exact": 1},
+    )
+    cache.close()
 
 
 @pytest.mark.parametrize(
@@ -249,7 +309,7 @@ class _SaysSame:
 
 
 def test_cache_lookup_refuses_another_ask_without_a_dm_call(tmp_path: Path, embedder) -> None:
-    cache = QACache(tmp_path / "cache.sqlite", "fp", embedder)
+    cache = QACache.open(Settings(home=tmp_path), "sample", "fp", embedder)
     cache.put("When was Edadil Kadin born?", "1845", [3])
     dm = _SaysSame()
     state = {"sub_question": "Where was Edadil Kadin born?", "hop": 2}

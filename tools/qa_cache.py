@@ -1,10 +1,13 @@
 """The QA cache: sub-question answers shared across questions, runs and processes.
 
-One SQLite file beside each index (``indexes/NAME.qa_cache.sqlite``, outside the index
-folder so that a rebuild does not erase it). Entries carry the corpus fingerprint they
-were answered against, and a lookup only sees entries of the current fingerprint, so a
-changed corpus never serves stale answers. WAL mode and a busy timeout make concurrent
-writers from several processes safe.
+Stored in one SQLite file beside each index (``indexes/NAME.qa_cache.sqlite``, outside the
+index folder so that a rebuild does not erase it), or, with HOPRAG_POSTGRES_URL set, in
+one Postgres table that every replica shares (rows keyed by index name). Entries carry the
+corpus fingerprint they were answered against, and a lookup only sees entries of the
+current fingerprint, so a changed corpus never serves stale answers. Concurrent writers
+from several processes are safe on both: WAL and a busy timeout in SQLite, row upserts in
+Postgres. The lookups, similarity and normalisation are `QACache`'s alone; a store only
+keeps rows.
 """
 
 from __future__ import annotations
@@ -14,9 +17,10 @@ import re
 import sqlite3
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import Stemmer
@@ -24,7 +28,13 @@ import Stemmer
 from app.encoders.embeddings import Embedder
 from app.errors import UserError
 from app.eval.metrics import normalize_answer
-from app.settings import CACHE_CANDIDATES, CACHE_FILLER_WORDS, CACHE_MIN_COSINE
+from app.settings import (
+    CACHE_CANDIDATES,
+    CACHE_FILLER_WORDS,
+    CACHE_MIN_COSINE,
+    QA_CACHE_SCHEMA_LOCK,
+    Settings,
+)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries (
@@ -40,6 +50,211 @@ CREATE TABLE IF NOT EXISTS entries (
 );
 CREATE TABLE IF NOT EXISTS lookups (ts REAL NOT NULL, outcome TEXT NOT NULL);
 """
+# One table of entries and one of lookups for every index; `index_name` keeps them apart.
+POSTGRES_SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS hoprag_qa_entries (
+        index_name TEXT NOT NULL,
+        fingerprint TEXT NOT NULL,
+        norm TEXT NOT NULL,
+        sub_question TEXT NOT NULL,
+        answer TEXT NOT NULL,
+        passage_ids TEXT NOT NULL,
+        embedding BYTEA NOT NULL,
+        created DOUBLE PRECISION NOT NULL,
+        PRIMARY KEY (index_name, fingerprint, norm)
+    )""",
+    """CREATE TABLE IF NOT EXISTS hoprag_qa_lookups (
+        index_name TEXT NOT NULL,
+        ts DOUBLE PRECISION NOT NULL,
+        outcome TEXT NOT NULL
+    )""",
+)
+# sub_question, answer, passage_ids (JSON), embedding (float32 bytes)
+Row = tuple[str, str, str, bytes]
+
+
+class CacheStore(Protocol):
+    """Where a QA cache keeps its rows: `SqliteStore` or `PostgresStore`."""
+
+    where: str
+
+    def exact(self, fingerprint: str, norm: str) -> Row | None: ...
+    def rows(self, fingerprint: str) -> list[Row]: ...
+    def put(self, fingerprint: str, norm: str, row: Row, created: float) -> None: ...
+    def log(self, ts: float, outcome: str) -> None: ...
+    def counts(self, fingerprint: str) -> tuple[int, int, dict[str, int]]: ...
+    def clear(self) -> int: ...
+    def close(self) -> None: ...
+
+
+class SqliteStore:
+    """One index's cache in a SQLite file beside the index."""
+
+    def __init__(self, path: Path) -> None:
+        self.where = str(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(path, timeout=30, check_same_thread=False, isolation_level=None)
+        try:
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA busy_timeout=30000")
+            self.db.executescript(SCHEMA)
+            self.db.execute("SELECT COUNT(*) FROM entries").fetchone()
+        except sqlite3.DatabaseError as exc:
+            raise UserError(
+                f"the QA cache {path} is damaged ({exc})",
+                hint="delete it or run `hoprag cache clear`",
+            ) from None
+
+    def exact(self, fingerprint: str, norm: str) -> Row | None:
+        return self.db.execute(
+            "SELECT sub_question, answer, passage_ids, embedding FROM entries "
+            "WHERE fingerprint = ? AND norm = ?",
+            (fingerprint, norm),
+        ).fetchone()
+
+    def rows(self, fingerprint: str) -> list[Row]:
+        return self.db.execute(
+            "SELECT sub_question, answer, passage_ids, embedding FROM entries "
+            "WHERE fingerprint = ?",
+            (fingerprint,),
+        ).fetchall()
+
+    def put(self, fingerprint: str, norm: str, row: Row, created: float) -> None:
+        self.db.execute(
+            "INSERT INTO entries (fingerprint, norm, sub_question, answer, passage_ids, "
+            "embedding, created) VALUES (?, ?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT (fingerprint, norm) DO UPDATE SET answer = excluded.answer, "
+            "passage_ids = excluded.passage_ids, created = excluded.created",
+            (fingerprint, norm, *row, created),
+        )
+
+    def log(self, ts: float, outcome: str) -> None:
+        self.db.execute("INSERT INTO lookups VALUES (?, ?)", (ts, outcome))
+
+    def counts(self, fingerprint: str) -> tuple[int, int, dict[str, int]]:
+        current, stale = self.db.execute(
+            "SELECT COALESCE(SUM(fingerprint = ?), 0), COALESCE(SUM(fingerprint != ?), 0) "
+            "FROM entries",
+            (fingerprint, fingerprint),
+        ).fetchone()
+        outcomes = self.db.execute("SELECT outcome, COUNT(*) FROM lookups GROUP BY outcome")
+        return int(current), int(stale), {str(o): int(n) for o, n in outcomes.fetchall()}
+
+    def clear(self) -> int:
+        n = self.db.execute("DELETE FROM entries").rowcount
+        self.db.execute("DELETE FROM lookups")
+        return int(n)
+
+    def close(self) -> None:
+        self.db.close()
+
+
+class PostgresStore:
+    """One index's cache in the shared Postgres database: every replica reads and writes
+    the same rows. A connection the database dropped (a restart, a failover) is opened
+    again once per statement before the failure is reported."""
+
+    def __init__(self, url: str, index_name: str) -> None:
+        from app.postgres import connect, redact
+
+        self.url = url
+        self.index_name = index_name
+        self.where = f"{redact(url)} (index {index_name})"
+        self.conn = connect(url, "QA cache")
+        with self.conn.transaction():  # one process creates the tables, the others wait
+            self.conn.execute("SELECT pg_advisory_xact_lock(%s)", (QA_CACHE_SCHEMA_LOCK,))
+            for statement in POSTGRES_SCHEMA:
+                self.conn.execute(statement)
+
+    def _run(self, sql: str, params: tuple[Any, ...], fetch: Callable[[Any], Any]) -> Any:
+        import psycopg
+
+        from app.postgres import connect, unreachable
+
+        for attempt in (1, 2):
+            try:
+                return fetch(self.conn.execute(sql, params))
+            except psycopg.OperationalError as exc:
+                if attempt == 2 or not self.conn.closed:
+                    raise unreachable(self.url, "QA cache", exc) from None
+                self.conn = connect(self.url, "QA cache")
+        raise AssertionError("unreachable")
+
+    def exact(self, fingerprint: str, norm: str) -> Row | None:
+        row = self._run(
+            "SELECT sub_question, answer, passage_ids, embedding FROM hoprag_qa_entries "
+            "WHERE index_name = %s AND fingerprint = %s AND norm = %s",
+            (self.index_name, fingerprint, norm),
+            lambda cur: cur.fetchone(),
+        )
+        return (row[0], row[1], row[2], bytes(row[3])) if row else None
+
+    def rows(self, fingerprint: str) -> list[Row]:
+        rows = self._run(
+            "SELECT sub_question, answer, passage_ids, embedding FROM hoprag_qa_entries "
+            "WHERE index_name = %s AND fingerprint = %s",
+            (self.index_name, fingerprint),
+            lambda cur: cur.fetchall(),
+        )
+        return [(r[0], r[1], r[2], bytes(r[3])) for r in rows]
+
+    def put(self, fingerprint: str, norm: str, row: Row, created: float) -> None:
+        self._run(
+            "INSERT INTO hoprag_qa_entries (index_name, fingerprint, norm, sub_question, "
+            "answer, passage_ids, embedding, created) VALUES (%s, %s, %s, %s, %s, %s, %s, %s) "
+            "ON CONFLICT (index_name, fingerprint, norm) DO UPDATE SET "
+            "answer = excluded.answer, passage_ids = excluded.passage_ids, "
+            "created = excluded.created",
+            (self.index_name, fingerprint, norm, *row, created),
+            lambda cur: None,
+        )
+
+    def log(self, ts: float, outcome: str) -> None:
+        self._run(
+            "INSERT INTO hoprag_qa_lookups VALUES (%s, %s, %s)",
+            (self.index_name, ts, outcome),
+            lambda cur: None,
+        )
+
+    def counts(self, fingerprint: str) -> tuple[int, int, dict[str, int]]:
+        current, stale = self._run(
+            "SELECT COUNT(*) FILTER (WHERE fingerprint = %s), "
+            "COUNT(*) FILTER (WHERE fingerprint != %s) "
+            "FROM hoprag_qa_entries WHERE index_name = %s",
+            (fingerprint, fingerprint, self.index_name),
+            lambda cur: cur.fetchone(),
+        )
+        outcomes = self._run(
+            "SELECT outcome, COUNT(*) FROM hoprag_qa_lookups WHERE index_name = %s "
+            "GROUP BY outcome",
+            (self.index_name,),
+            lambda cur: cur.fetchall(),
+        )
+        return int(current), int(stale), {str(o): int(n) for o, n in outcomes}
+
+    def clear(self) -> int:
+        n = self._run(
+            "DELETE FROM hoprag_qa_entries WHERE index_name = %s",
+            (self.index_name,),
+            lambda cur: cur.rowcount,
+        )
+        self._run(
+            "DELETE FROM hoprag_qa_lookups WHERE index_name = %s",
+            (self.index_name,),
+            lambda cur: None,
+        )
+        return int(n)
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def open_store(settings: Settings, index_name: str) -> CacheStore:
+    """The store the settings select: Postgres when HOPRAG_POSTGRES_URL is set (shared by
+    every process), else the SQLite file beside the index."""
+    if settings.postgres_url:
+        return PostgresStore(settings.postgres_url, index_name)
+    return SqliteStore(settings.indexes_dir / f"{index_name}.qa_cache.sqlite")
 
 
 @dataclass(frozen=True)
@@ -95,42 +310,32 @@ def asks_the_same(first: str, second: str) -> bool:
 class QACache:
     """Shared cache of (sub-question, answer, supporting passage ids)."""
 
-    def __init__(self, path: Path, fingerprint: str, embedder: Embedder) -> None:
-        self.path = path
+    def __init__(self, store: CacheStore, fingerprint: str, embedder: Embedder) -> None:
+        self.store = store
         self.fingerprint = fingerprint
         self.embedder = embedder
         self._lock = threading.Lock()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(path, timeout=30, check_same_thread=False, isolation_level=None)
-        try:
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute("PRAGMA busy_timeout=30000")
-            self.db.executescript(SCHEMA)
-            self.db.execute("SELECT COUNT(*) FROM entries").fetchone()
-        except sqlite3.DatabaseError as exc:
-            raise UserError(
-                f"the QA cache {path} is damaged ({exc})",
-                hint="delete it or run `hoprag cache clear`",
-            ) from None
 
-    def _log(self, outcome: str) -> None:
-        self.db.execute("INSERT INTO lookups VALUES (?, ?)", (time.time(), outcome))
+    @classmethod
+    def open(
+        cls, settings: Settings, index_name: str, fingerprint: str, embedder: Embedder
+    ) -> QACache:
+        return cls(open_store(settings, index_name), fingerprint, embedder)
+
+    @property
+    def where(self) -> str:
+        """The SQLite file, or the Postgres database and index, for messages and stats."""
+        return self.store.where
 
     def exact(self, sub_question: str) -> CachedAnswer | None:
-        row = self.db.execute(
-            "SELECT sub_question, answer, passage_ids FROM entries "
-            "WHERE fingerprint = ? AND norm = ?",
-            (self.fingerprint, normalise_question(sub_question)),
-        ).fetchone()
+        with self._lock:
+            row = self.store.exact(self.fingerprint, normalise_question(sub_question))
         return CachedAnswer(row[0], row[1], json.loads(row[2]), "exact") if row else None
 
     def similar(self, sub_question: str, k: int = CACHE_CANDIDATES) -> list[dict[str, Any]]:
         """The k most similar cached sub-questions by embedding (above a cosine floor)."""
-        rows = self.db.execute(
-            "SELECT sub_question, answer, passage_ids, embedding FROM entries "
-            "WHERE fingerprint = ?",
-            (self.fingerprint,),
-        ).fetchall()
+        with self._lock:
+            rows = self.store.rows(self.fingerprint)
         if not rows:
             return []
         query = self.embedder.embed([sub_question])[0]
@@ -150,41 +355,21 @@ class QACache:
 
     def record_lookup(self, outcome: str) -> None:
         with self._lock:
-            self._log(outcome)
+            self.store.log(time.time(), outcome)
 
     def put(self, sub_question: str, answer: str, passage_ids: list[int]) -> None:
-        vector = self.embedder.embed([sub_question])[0].tobytes()
+        vector = self.embedder.embed([sub_question])[0].astype(np.float32).tobytes()
+        row = (sub_question, answer, json.dumps(passage_ids), vector)
         with self._lock:
-            self.db.execute(
-                "INSERT INTO entries (fingerprint, norm, sub_question, answer, passage_ids, "
-                "embedding, created) VALUES (?, ?, ?, ?, ?, ?, ?) "
-                "ON CONFLICT (fingerprint, norm) DO UPDATE SET answer = excluded.answer, "
-                "passage_ids = excluded.passage_ids, created = excluded.created",
-                (
-                    self.fingerprint,
-                    normalise_question(sub_question),
-                    sub_question,
-                    answer,
-                    json.dumps(passage_ids),
-                    vector,
-                    time.time(),
-                ),
-            )
+            self.store.put(self.fingerprint, normalise_question(sub_question), row, time.time())
 
     def stats(self) -> dict[str, Any]:
-        entries = self.db.execute(
-            "SELECT COUNT(*) FROM entries WHERE fingerprint = ?", (self.fingerprint,)
-        ).fetchone()[0]
-        stale = self.db.execute(
-            "SELECT COUNT(*) FROM entries WHERE fingerprint != ?", (self.fingerprint,)
-        ).fetchone()[0]
-        outcomes = dict(
-            self.db.execute("SELECT outcome, COUNT(*) FROM lookups GROUP BY outcome").fetchall()
-        )
+        with self._lock:
+            entries, stale, outcomes = self.store.counts(self.fingerprint)
         lookups = sum(outcomes.values())
         hits = outcomes.get("exact", 0) + outcomes.get("similar", 0)
         return {
-            "path": str(self.path),
+            "path": self.where,
             "entries": entries,
             "stale_entries": stale,
             "lookups": lookups,
@@ -195,9 +380,7 @@ class QACache:
 
     def clear(self) -> int:
         with self._lock:
-            n = self.db.execute("DELETE FROM entries").rowcount
-            self.db.execute("DELETE FROM lookups")
-        return int(n)
+            return self.store.clear()
 
     def close(self) -> None:
-        self.db.close()
+        self.store.close()

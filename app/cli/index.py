@@ -185,11 +185,7 @@ def _open_cache(index: str | None) -> Any:
     opened = CorpusIndex.open(settings, settings.index)
     fingerprint = opened.manifest["fingerprint"]
     opened.close()
-    return QACache(
-        settings.indexes_dir / f"{settings.index}.qa_cache.sqlite",
-        fingerprint,
-        Embedder(settings.runtime_dir),
-    )
+    return QACache.open(settings, settings.index, fingerprint, Embedder(settings.runtime_dir))
 
 
 @cache_app.command("stats")
@@ -209,5 +205,5 @@ def cache_clear(
     if not yes and sys.stdin.isatty():
         typer.confirm("clear the QA cache?", abort=True)
     cache = _open_cache(index)
-    typer.echo(f"removed {cache.clear()} entries from {cache.path}")
+    typer.echo(f"removed {cache.clear()} entries from {cache.where}")
     cache.close()

@@ -287,4 +287,10 @@ def drop_index(settings: Settings, name: str) -> Path:
     shutil.rmtree(path)
     for cache_file in settings.indexes_dir.glob(f"{name}.qa_cache.sqlite*"):
         cache_file.unlink()  # a cache without its index would only ever be stale
+    if settings.postgres_url:  # the shared cache: this index's rows only
+        from tools.qa_cache import PostgresStore
+
+        store = PostgresStore(settings.postgres_url, name)
+        store.clear()
+        store.close()
     return path
