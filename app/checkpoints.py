@@ -8,6 +8,7 @@ import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
@@ -75,6 +76,63 @@ def _postgres(url: str) -> Iterator[BaseCheckpointSaver]:
         saver = PostgresSaver(conn)
         saver.setup()
         yield saver
+
+
+@dataclass
+class ThreadSummary:
+    """A thread as retention sees it: when its last checkpoint was written."""
+
+    thread_id: str
+    last: datetime
+    metadata: dict[str, Any]
+
+
+def _thread_ids(saver: BaseCheckpointSaver) -> list[str]:
+    """Every thread with a checkpoint. The saver API lists checkpoints, not threads, so
+    this reads the `checkpoints` table that SqliteSaver and PostgresSaver both keep."""
+    rows = saver.conn.execute("SELECT DISTINCT thread_id FROM checkpoints").fetchall()  # type: ignore[attr-defined]
+    return sorted(str(r["thread_id"] if isinstance(r, dict) else r[0]) for r in rows)
+
+
+def list_threads(saver: BaseCheckpointSaver) -> list[ThreadSummary]:
+    """Every thread with the time of its last checkpoint, oldest first."""
+    threads = []
+    for thread_id in _thread_ids(saver):
+        latest = saver.get_tuple({"configurable": {"thread_id": thread_id}})
+        if latest is None:  # deleted meanwhile, or only a subgraph's checkpoints
+            continue
+        last = datetime.fromisoformat(latest.checkpoint["ts"])
+        last = last if last.tzinfo else last.replace(tzinfo=UTC)
+        threads.append(ThreadSummary(thread_id, last, dict(latest.metadata or {})))
+    return sorted(threads, key=lambda t: t.last)
+
+
+def check_retention_days(days: float, what: str) -> float:
+    """A number of days to keep threads: positive and finite, else a clear error."""
+    if not 0 < days < float("inf"):
+        raise UserError(
+            f"{what} must be a positive number of days, not {days:g}",
+            hint="say 30 to delete threads whose last run is more than 30 days old",
+        )
+    return days
+
+
+def prune_threads(
+    saver: BaseCheckpointSaver,
+    older_than_days: float,
+    *,
+    now: datetime | None = None,
+    dry_run: bool = False,
+) -> list[ThreadSummary]:
+    """Delete every checkpoint, write and blob of the threads whose last checkpoint is
+    older than `older_than_days`; the threads deleted (or, `dry_run`, due)."""
+    check_retention_days(older_than_days, "--older-than")
+    cutoff = (now or datetime.now(UTC)) - timedelta(days=older_than_days)
+    old = [t for t in list_threads(saver) if t.last < cutoff]
+    if not dry_run:
+        for thread in old:
+            saver.delete_thread(thread.thread_id)
+    return old
 
 
 @dataclass

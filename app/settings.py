@@ -399,6 +399,14 @@ class Settings:
             "HOPRAG_HOME)."
         },
     )
+    thread_retention_days: float = field(
+        default=0.0,
+        metadata={
+            "description": "`hoprag serve` first deletes the checkpoints of threads whose "
+            "last run is older than this many days (0: threads are kept forever; "
+            "`hoprag threads prune` does it on demand)."
+        },
+    )
     chroma_url: str = field(
         default="",
         metadata={
@@ -438,6 +446,12 @@ class Settings:
                     f"unknown {f.name} {value!r} ({_env_name(f.name)})",
                     hint=f"use one of: {', '.join(allowed)}",
                 )
+        if not 0 <= self.thread_retention_days < float("inf"):
+            raise UserError(
+                f"HOPRAG_THREAD_RETENTION_DAYS={self.thread_retention_days:g} is not a "
+                "number of days",
+                hint="0 keeps threads forever; 30 deletes those idle for more than 30 days",
+            )
         self.home = Path(self.home).expanduser()
         self.data = Path(self.data).expanduser() if self.data else self.home / "data"
 

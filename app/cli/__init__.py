@@ -1,7 +1,8 @@
 """The `hoprag` command line. Every user error is one clear line and a non-zero exit.
 
 One module per command group: `models` (models and the chat server), `index` (indexes,
-sentence graphs, QA caches), `ask` (ask, resume, trace, serve), `eval` and `dm`.
+sentence graphs, QA caches), `ask` (ask, resume, trace, serve), `threads` (list, prune),
+`eval` and `dm`.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from app.cli.dm import dm_app
 from app.cli.eval import eval_app
 from app.cli.index import cache_app, graph_app, index_app
 from app.cli.models import llm_app, models_app
+from app.cli.threads import threads_app
 from app.errors import UserError, exit_with
 
 HELP = """hoprag answers questions whose answer needs facts from several passages.
@@ -38,6 +40,7 @@ app.command("ask")(ask.ask)
 app.command("resume")(ask.resume)
 app.command("trace")(ask.trace_thread)
 app.command("serve")(ask.serve)
+app.add_typer(threads_app, name="threads")
 app.add_typer(eval_app, name="eval")
 app.add_typer(cache_app, name="cache")
 app.add_typer(dm_app, name="dm")

@@ -147,6 +147,8 @@ def serve(
             "`hoprag serve` needs langgraph-cli and a source checkout (langgraph.json)",
             hint='pip install -e ".[dev]" in the repository',
         )
+    if settings.thread_retention_days:
+        _apply_retention(settings)
     if settings.host not in ("127.0.0.1", "localhost", "::1"):
         typer.echo(
             f"warning: serving on {settings.host}: anyone who reaches it can run graphs; "
@@ -175,6 +177,17 @@ def serve(
     typer.echo(f"serving on http://{settings.host}:{settings.port} (Ctrl-C stops)", err=True)
     os.chdir(config.parent)
     os.execve(langgraph, args, env)
+
+
+def _apply_retention(settings: Settings) -> None:
+    """HOPRAG_THREAD_RETENTION_DAYS: threads of `hoprag ask` idle for longer are deleted
+    from the checkpointer (SQLite or Postgres) before the server starts."""
+    from app.checkpoints import open_checkpointer, prune_threads  # lazy: langgraph
+
+    days = settings.thread_retention_days
+    with open_checkpointer(settings) as saver:
+        pruned = prune_threads(saver, days)
+    typer.echo(f"retention: deleted {len(pruned)} thread(s) idle for over {days:g} days", err=True)
 
 
 def _run(
