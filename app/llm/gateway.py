@@ -13,6 +13,7 @@ from __future__ import annotations
 import atexit
 import math
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -113,6 +114,15 @@ class UsageMeter(BaseCallbackHandler):
                 "llm_seconds": sum(c.seconds for c in self.calls),
                 "llm_errors": self.errors,
             }
+
+
+def _root_cause(exc: BaseException) -> str:
+    """What went wrong underneath a client error ("Connection refused", "Server
+    disconnected without sending a response"), not the wrappers' "Connection error."."""
+    while exc.__cause__ is not None:
+        exc = exc.__cause__
+    text = str(exc).strip() or type(exc).__name__
+    return re.sub(r"^\[Errno -?\d+\] ", "", text).rstrip(".")[:200]
 
 
 def free_port() -> int:
@@ -369,7 +379,7 @@ class LLMGateway:
             ) from None
         except openai.APIConnectionError as exc:
             raise ServiceError(
-                f"the LLM endpoint {self.base_url} does not answer ({type(exc).__name__}, "
+                f"the LLM endpoint {self.base_url} does not answer ({_root_cause(exc)}; "
                 f"{self._attempts})",
                 hint="check HOPRAG_LLM_BASE_URL, or unset it to use the embedded model",
             ) from None
