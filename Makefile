@@ -14,7 +14,7 @@ STAMP  := $(VENV)/.hoprag-installed
 SAMPLE := app/data/sample/corpus.json
 export CMAKE_BUILD_PARALLEL_LEVEL ?= 2
 
-.PHONY: setup demo serve test test-fast lint browser clean
+.PHONY: setup demo serve test test-fast lint browser postgres clean
 
 $(PY):
 	$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "hoprag needs Python 3.11"'
@@ -47,8 +47,15 @@ browser:
 	@command -v chromium >/dev/null || { apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium; }
 
+# The scale-out tests start throwaway PostgreSQL clusters with initdb and pg_ctl (Debian
+# puts them in /usr/lib/postgresql/*/bin, off PATH); the package's own cluster is not used.
+postgres:
+	@command -v initdb >/dev/null || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || \
+	  { apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql; }
+
 # Both tiers: the fast one, then the end-to-end one (real chat model, servers, the CLI).
-test: setup browser
+test: setup browser postgres
 	$(PY) -m pytest
 
 # The fast tier alone: stub chat model, small embedder and NER, the sample's stores.

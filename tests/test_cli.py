@@ -22,7 +22,7 @@ pytestmark = pytest.mark.e2e  # the real chat model, servers or the installed CL
 def test_help_explains_every_command(home: Path) -> None:
     top = run_cli("--help", home=home)
     assert top.returncode == 0
-    for command in ("models", "index", "llm", "ask", "eval", "cache", "graph", "dm"):
+    for command in ("models", "index", "llm", "ask", "eval", "cache", "graph", "dm", "threads"):
         assert command in top.stdout
     for group, subcommands in {
         "models": ["fetch", "list", "verify"],
@@ -30,6 +30,7 @@ def test_help_explains_every_command(home: Path) -> None:
         "llm": ["serve"],
         "graph": ["build"],
         "dm": ["data", "train", "eval"],
+        "threads": ["list", "prune"],
     }.items():
         out = run_cli(group, "--help", home=home).stdout
         for sub in subcommands:
