@@ -15,6 +15,8 @@ import pytest
 from stubs import NoExamples, Runtime, ScriptedWriter
 
 from app.dm.calibration import Platt, fit_platt, logit, sigmoid
+from app.errors import ServiceError
+from app.llm.gateway import free_port
 from app.settings import Settings
 from graph.deft import (
     route_after_cache,
@@ -173,6 +175,12 @@ class _Fixed:
         return np.ones((len(texts), 4), dtype=np.float32) / 2
 
 
+def _fixed_cache(home: str | Path, url: str, index: str) -> QACache:
+    """A QA cache with `_Fixed` vectors, opened as a process of its own would."""
+    settings = Settings(home=Path(home), postgres_url=url)
+    return QACache.open(settings, index, "fp", _Fixed())  # type: ignore[arg-type]
+
+
 def test_qa_cache_survives_restart_and_never_serves_a_stale_corpus(
     cache_home: Settings, embedder
 ) -> None:
@@ -199,7 +207,7 @@ def test_qa_cache_survives_restart_and_never_serves_a_stale_corpus(
 
 
 def _writer(home: str, url: str, index: str, worker: int, n: int) -> None:
-    cache = QACache.open(Settings(home=Path(home), postgres_url=url), index, "fp", _Fixed())  # type: ignore[arg-type]
+    cache = _fixed_cache(home, url, index)
     for i in range(n):
         cache.put(f"Question {worker}-{i}?", f"answer {worker}-{i}", [worker, i])
     cache.close()
@@ -223,7 +231,7 @@ def test_qa_cache_is_safe_with_concurrent_writers(cache_home: Settings) -> None:
     for p in workers:
         p.join(timeout=120)
         assert p.exitcode == 0
-    cache = QACache.open(cache_home, index, "fp", _Fixed())  # type: ignore[arg-type]
+    cache = _fixed_cache(*args)
     assert cache.stats()["entries"] == 160
     for worker in range(4):
         for i in range(40):
@@ -236,7 +244,7 @@ def test_qa_cache_is_safe_with_concurrent_writers(cache_home: Settings) -> None:
 def _reader(home: str, url: str, index: str) -> None:
     """Another process: looks a sub-question up, counts the lookup; exit code 0 on a hit
     with the answer the first process stored."""
-    cache = QACache.open(Settings(home=Path(home), postgres_url=url), index, "fp", _Fixed())  # type: ignore[arg-type]
+    cache = _fixed_cache(home, url, index)
     hit = cache.exact("Who founded Velloway Ironworks?")
     cache.record_lookup("exact" if hit else "miss")
     cache.close()
@@ -247,7 +255,7 @@ def test_two_processes_share_qa_cache_hits(cache_home: Settings) -> None:
     index = _index_name()
     args = (str(cache_home.home), cache_home.postgres_url, index)
     assert _spawn(_reader, *args) == 1  # nothing cached yet: a miss
-    cache = QACache.open(cache_home, index, "fp", _Fixed())  # type: ignore[arg-type]
+    cache = _fixed_cache(*args)
     cache.put("Who founded Velloway Ironworks?", "Odile Farrengast", [6])
     assert _spawn(_reader, *args) == 0  # the other process sees this one's answer
     stats = cache.stats()  # ... and this one its lookups
@@ -256,6 +264,29 @@ def test_two_processes_share_qa_cache_hits(cache_home: Settings) -> None:
         1,
         {"miss": 1, "exact": 1},
     )
+    cache.close()
+
+
+def test_a_qa_cache_database_that_does_not_answer_is_one_clear_error(tmp_path: Path) -> None:
+    dead = f"postgresql://hoprag:s3cret@127.0.0.1:{free_port()}/hoprag"
+    with pytest.raises(ServiceError, match="Postgres QA cache database") as caught:
+        _fixed_cache(tmp_path, dead, "sample")
+    assert "s3cret" not in str(caught.value) and "hoprag:***@" in str(caught.value)
+
+
+def test_the_postgres_qa_cache_reconnects_once_after_a_dropped_connection(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    import psycopg
+
+    cache = _fixed_cache(tmp_path, postgres_url, _index_name())
+    cache.put("Who founded Velloway Ironworks?", "Odile Farrengast", [6])
+    backend = cache.store.conn.info.backend_pid  # type: ignore[attr-defined]
+    with psycopg.connect(postgres_url, autocommit=True) as admin:  # as a restart would
+        admin.execute("SELECT pg_terminate_backend(%s)", (backend,))
+    hit = cache.exact("Who founded Velloway Ironworks?")
+    assert hit is not None and hit.answer == "Odile Farrengast"
+    assert cache.store.conn.info.backend_pid != backend  # type: ignore[attr-defined]
     cache.close()
 
 
