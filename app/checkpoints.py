@@ -90,7 +90,8 @@ class ThreadSummary:
 def _thread_ids(saver: BaseCheckpointSaver) -> list[str]:
     """Every thread with a checkpoint. The saver API lists checkpoints, not threads, so
     this reads the `checkpoints` table that SqliteSaver and PostgresSaver both keep."""
-    rows = saver.conn.execute("SELECT DISTINCT thread_id FROM checkpoints").fetchall()  # type: ignore[attr-defined]
+    conn = saver.conn  # type: ignore[attr-defined]
+    rows = conn.execute("SELECT DISTINCT thread_id FROM checkpoints").fetchall()
     return sorted(str(r["thread_id"] if isinstance(r, dict) else r[0]) for r in rows)
 
 

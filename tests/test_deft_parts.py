@@ -290,6 +290,26 @@ def test_the_postgres_qa_cache_reconnects_once_after_a_dropped_connection(
     cache.close()
 
 
+def test_dropping_an_index_drops_its_rows_of_the_shared_qa_cache(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    from app.index.store import drop_index
+
+    settings = Settings(home=tmp_path, postgres_url=postgres_url)
+    dropped, kept = _index_name(), _index_name()
+    (settings.indexes_dir / dropped).mkdir(parents=True)
+    for index in (dropped, kept):
+        cache = _fixed_cache(tmp_path, postgres_url, index)
+        cache.put("Who founded Velloway Ironworks?", "Odile Farrengast", [6])
+        cache.close()
+    drop_index(settings, dropped)
+    assert not (settings.indexes_dir / dropped).exists()
+    for index, entries in ((dropped, 0), (kept, 1)):
+        cache = _fixed_cache(tmp_path, postgres_url, index)
+        assert cache.stats()["entries"] == entries
+        cache.close()
+
+
 @pytest.mark.parametrize(
     ("first", "second", "same"),
     [  # pairs that embedding similarity and DM_same both took for one question in dev runs

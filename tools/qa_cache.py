@@ -171,14 +171,16 @@ class PostgresStore:
 
         from app.postgres import connect, unreachable
 
-        for attempt in (1, 2):
-            try:
-                return fetch(self.conn.execute(sql, params))
-            except psycopg.OperationalError as exc:
-                if attempt == 2 or not self.conn.closed:
-                    raise unreachable(self.url, "QA cache", exc) from None
-                self.conn = connect(self.url, "QA cache")
-        raise AssertionError("unreachable")
+        try:
+            return fetch(self.conn.execute(sql, params))
+        except psycopg.OperationalError as exc:
+            if not self.conn.closed:  # the database answered, with an error of its own
+                raise unreachable(self.url, "QA cache", exc) from None
+        self.conn = connect(self.url, "QA cache")  # it dropped the connection: once more
+        try:
+            return fetch(self.conn.execute(sql, params))
+        except psycopg.OperationalError as exc:
+            raise unreachable(self.url, "QA cache", exc) from None
 
     def exact(self, fingerprint: str, norm: str) -> Row | None:
         row = self._run(

@@ -284,13 +284,13 @@ def drop_index(settings: Settings, name: str) -> Path:
     path = settings.indexes_dir / check_name(name)
     if not path.is_dir():
         raise UserError(f"no index named {name!r}", hint="see `hoprag index list`")
-    shutil.rmtree(path)
-    for cache_file in settings.indexes_dir.glob(f"{name}.qa_cache.sqlite*"):
-        cache_file.unlink()  # a cache without its index would only ever be stale
-    if settings.postgres_url:  # the shared cache: this index's rows only
+    if settings.postgres_url:  # the shared cache: this index's rows (first: it may be down)
         from tools.qa_cache import PostgresStore
 
         store = PostgresStore(settings.postgres_url, name)
         store.clear()
         store.close()
+    shutil.rmtree(path)
+    for cache_file in settings.indexes_dir.glob(f"{name}.qa_cache.sqlite*"):
+        cache_file.unlink()  # a cache without its index would only ever be stale
     return path
