@@ -165,6 +165,11 @@ MALFORMED_COMMANDS: list[tuple[tuple[str, ...], dict[str, str]]] = [
     (("index", "show", "../sample"), {}),
     (("index", "show", "x" * 300), {}),
     (("cache", "stats", "--index", "nope"), {}),
+    (("cache", "stats"), DEAD_POSTGRES),
+    (("threads", "list"), DEAD_POSTGRES),
+    (("threads", "prune"), {}),
+    (("threads", "prune", "--older-than", "-1"), {}),
+    (("threads", "prune", "--older-than", "a week"), {}),
     (("serve",), {"HOPRAG_PORT": "eighty"}),
 ]
 
