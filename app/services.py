@@ -1,0 +1,257 @@
+"""Throwaway local services for tests, benchmarks and trying a deployment on one machine.
+
+Each is a context manager that starts one service on a free loopback port, waits until it
+answers, yields its URL and, when the block ends (an error and Ctrl-C included), stops it
+with its whole process group and removes its temporary folder:
+
+- `postgres_server()`: a fresh PostgreSQL cluster made with `initdb` (Debian's
+  `postgresql` package; `make postgres` installs it), run as the `postgres` user when
+  this process is root;
+- `chroma_server()`: `chroma run` on an empty data folder;
+- `model_endpoint(home)`: the embedded chat model as a separate process, `hoprag llm
+  serve`, an OpenAI-compatible endpoint for `HOPRAG_LLM_BASE_URL`;
+- `hoprag_server(home, env)`: `hoprag serve` (every graph behind `langgraph dev`).
+
+The hoprag ones run this checkout's code (`python -m app.cli` with it first on
+PYTHONPATH), whatever else is installed. `bench.serve_load --scale-out` puts them
+together; the scale-out tests use the first two.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import pwd
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from app.llm.gateway import free_port
+
+SOURCE = Path(__file__).resolve().parents[1]  # the folder holding this `app` package
+POSTGRES_ROLE = "hoprag"
+POSTGRES_START_TIMEOUT_S = 60
+CHROMA_START_TIMEOUT_S = 60
+MODEL_START_TIMEOUT_S = 300  # loading the model on a busy 2-core machine
+SERVE_START_TIMEOUT_S = 180
+STOP_TIMEOUT_S = 30
+
+
+class ServiceFailed(RuntimeError):
+    """A service that did not start or exited early; the message ends with its log tail."""
+
+
+def postgres_bin(name: str) -> str:
+    """A PostgreSQL server program: on PATH, else where Debian puts it (not on PATH)."""
+    found = shutil.which(name) or next(
+        iter(sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"), reverse=True)), None
+    )
+    if found is None:
+        raise ServiceFailed(f"no PostgreSQL `{name}`: run `make postgres` (Debian's postgresql)")
+    return found
+
+
+def _run_as() -> dict[str, Any]:
+    """`initdb` and `postgres` refuse to run as root: as root, run them as the `postgres`
+    user the package creates (else `nobody`)."""
+    if os.geteuid() != 0:
+        return {}
+    for name in ("postgres", "nobody"):
+        try:
+            user = pwd.getpwnam(name)
+        except KeyError:
+            continue
+        return {"user": user.pw_uid, "group": user.pw_gid}
+    raise ServiceFailed("running as root, and no `postgres` or `nobody` user to run PostgreSQL as")
+
+
+def _tail(log: Path, chars: int = 2000) -> str:
+    try:
+        return log.read_text(errors="replace")[-chars:].strip()
+    except OSError:
+        return "(no log)"
+
+
+@contextmanager
+def postgres_server() -> Iterator[str]:
+    """A fresh PostgreSQL cluster on a free loopback port; its connection string. The
+    folder is a new one under the system's temporary folder (not pytest's root-only
+    tree), so that the server's user can reach it."""
+    who = _run_as()
+    folder = Path(tempfile.mkdtemp(prefix="hoprag-pg-"))
+    try:
+        if who:
+            os.chown(folder, who["user"], who["group"])
+        data, log = folder / "data", folder / "server.log"
+        port = free_port()
+
+        def run(*args: str) -> None:
+            proc = subprocess.run(
+                list(args), cwd=folder, capture_output=True, text=True, timeout=120, **who
+            )
+            if proc.returncode != 0:
+                raise ServiceFailed(
+                    f"{' '.join(args[:2])} failed: {proc.stderr[-2000:]}{_tail(log)}"
+                )
+
+        run(postgres_bin("initdb"), "-D", str(data), "-U", POSTGRES_ROLE, "--auth=trust",
+            "-E", "UTF8")  # fmt: skip
+        options = f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off"
+        pg_ctl = postgres_bin("pg_ctl")
+        run(pg_ctl, "-D", str(data), "-l", str(log), "-o", options, "-w",
+            "-t", str(POSTGRES_START_TIMEOUT_S), "start")  # fmt: skip
+        try:
+            yield f"postgresql://{POSTGRES_ROLE}@127.0.0.1:{port}/postgres"
+        finally:
+            run(pg_ctl, "-D", str(data), "-m", "fast", "-w", "stop")
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@contextmanager
+def service(
+    name: str,
+    args: list[str],
+    ready_url: str,
+    *,
+    timeout_s: float,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+    log: Path,
+) -> Iterator[subprocess.Popen[bytes]]:
+    """Run `args` in a process group of its own, output to `log`, until `ready_url`
+    answers 200; the process. The group (the service and whatever it started) gets
+    SIGTERM when the block ends, SIGKILL if it lingers."""
+    with log.open("ab") as out:
+        proc = subprocess.Popen(
+            args,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=dict(env) if env is not None else None,
+            cwd=cwd,
+            start_new_session=True,
+        )
+    try:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            if proc.poll() is not None:
+                raise ServiceFailed(f"{name} exited with code {proc.returncode}: {_tail(log)}")
+            if time.monotonic() > deadline:
+                raise ServiceFailed(f"{name} did not answer in {timeout_s:.0f} s: {_tail(log)}")
+            try:
+                with urllib.request.urlopen(ready_url, timeout=2) as resp:
+                    if resp.status == 200:
+                        break
+            except OSError:  # refused, 503 while loading, a timeout
+                pass
+            time.sleep(0.5)
+        yield proc
+    finally:
+        _stop_group(proc)
+
+
+def _stop_group(proc: subprocess.Popen[bytes]) -> None:
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:  # the whole group is gone
+            return
+        try:
+            proc.wait(timeout=STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            continue
+        try:  # the leader is gone; give what it started a moment, then make sure
+            for _ in range(20):
+                os.killpg(proc.pid, 0)
+                time.sleep(0.1)
+        except ProcessLookupError:
+            return
+
+
+@contextmanager
+def chroma_server() -> Iterator[str]:
+    """`chroma run` on an empty data folder on a free loopback port; its URL."""
+    chroma = str(Path(sys.executable).with_name("chroma"))
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    with tempfile.TemporaryDirectory(prefix="hoprag-chroma-") as folder:
+        args = [chroma, "run", "--path", f"{folder}/data", "--host", "127.0.0.1",
+                "--port", str(port)]  # fmt: skip
+        ready = f"{url}/api/v2/heartbeat"
+        log = Path(folder) / "server.log"
+        with service("chroma run", args, ready, timeout_s=CHROMA_START_TIMEOUT_S, log=log):
+            yield url
+
+
+def hoprag_env(home: Path | None = None, **extra: str) -> dict[str, str]:
+    """This process's environment for a hoprag child: this checkout first on PYTHONPATH,
+    HOPRAG_HOME if given, then `extra`."""
+    path = os.pathsep.join(p for p in (str(SOURCE), os.environ.get("PYTHONPATH", "")) if p)
+    env = {**os.environ, "PYTHONPATH": path, **extra}
+    if home is not None:
+        env["HOPRAG_HOME"] = str(home)
+    return env
+
+
+@contextmanager
+def model_endpoint(home: Path | None = None, log_dir: Path | None = None) -> Iterator[str]:
+    """The embedded chat model as its own process (`hoprag llm serve`) on a free loopback
+    port, once it has loaded the model; its OpenAI base URL (`HOPRAG_LLM_BASE_URL`).
+    HOPRAG_MODEL, HOPRAG_LLM_SLOTS and the other embedded-server settings apply."""
+    port = free_port()
+    args = [sys.executable, "-m", "app.cli", "llm", "serve", "--port", str(port)]
+    with (
+        _log_folder(log_dir) as folder,
+        service(
+            "hoprag llm serve",
+            args,
+            f"http://127.0.0.1:{port}/health",
+            timeout_s=MODEL_START_TIMEOUT_S,
+            env=hoprag_env(home),
+            cwd=SOURCE,
+            log=folder / f"llm-serve-{port}.log",
+        ),
+    ):
+        yield f"http://127.0.0.1:{port}/v1"
+
+
+@contextmanager
+def hoprag_server(
+    home: Path | None = None, env: Mapping[str, str] | None = None, log_dir: Path | None = None
+) -> Iterator[str]:
+    """`hoprag serve` on a free loopback port, once it answers /ok; its URL. `env` adds
+    settings (HOPRAG_INDEX, HOPRAG_POSTGRES_URL, ...)."""
+    port = free_port()
+    with (
+        _log_folder(log_dir) as folder,
+        service(
+            "hoprag serve",
+            [sys.executable, "-m", "app.cli", "serve"],
+            f"http://127.0.0.1:{port}/ok",
+            timeout_s=SERVE_START_TIMEOUT_S,
+            env=hoprag_env(home, **{**(env or {}), "HOPRAG_PORT": str(port)}),
+            cwd=SOURCE,
+            log=folder / f"serve-{port}.log",
+        ),
+    ):
+        yield f"http://127.0.0.1:{port}"
+
+
+@contextmanager
+def _log_folder(folder: Path | None) -> Iterator[Path]:
+    """`folder`, or a temporary one removed afterwards."""
+    if folder is not None:
+        folder.mkdir(parents=True, exist_ok=True)
+        yield folder
+        return
+    with tempfile.TemporaryDirectory(prefix="hoprag-log-") as tmp:
+        yield Path(tmp)
