@@ -1,29 +1,33 @@
-"""How many words of sentences a read needs: replays the reads of archived `deft` runs
-and counts how often the answer (a sub-question's answer as the reader gave it, a final
-read's gold answer), when a gold passage read holds it, is still in the sentences
-`tools/evidence.py` selects.
+"""How many words of sentences a read needs: replays the reads of `deft` runs that read
+whole passages and counts how often the answer (a sub-question's answer as the reader
+gave it, a final read's gold answer), when a gold passage read holds it, is still in the
+sentences `tools/evidence.py` selects, for each budget and both orders: by score alone,
+and each passage's best sentence first (`every_passage`).
 
-    HOPRAG_DATA=... .venv/bin/python -m bench.evidence_budget [--benchmarks ...]
+    HOPRAG_DATA=... .venv/bin/python -m bench.evidence_budget RUN [RUN ...]
+
+RUN names a run folder under bench/results/eval or archive (musique-deft-4360ebb); the
+results go to bench/results/evidence_budget.json.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-from collections import defaultdict
-from pathlib import Path
+from collections import Counter, defaultdict
 
 from app.eval.metrics import normalize_answer
+from app.eval.run import load_run
 from app.resources import Resources
-from app.settings import BENCHMARKS, Settings
-from bench.common import save
+from app.settings import Settings
+from bench.common import find_run, save
 from nodes.answer import is_unknown
-from tools.evidence import select_evidence
+from tools.evidence import select_sentences
 
-RUNS = Path("bench/results/eval")
 STEP_BUDGETS = (40, 60, 80, 100, 150)
 FINAL_BUDGETS = (100, 150, 200, 300)
 FINAL_NODES = ("fallback_answer", "answer_directly")
+ORDERS = {"by score": False, "every passage first": True}
 
 
 def holds(answer: str, passages: list[dict]) -> bool:
@@ -46,12 +50,12 @@ def reads(results: list[dict]):
                     yield "final", r["question"], gold, step["passage_ids"], r["gold_ids"]
 
 
-def study(benchmark: str) -> dict:
-    results = [json.loads(line) for line in (RUNS / f"{benchmark}-deft/results.jsonl").open()]
-    resources = Resources.open(Settings(), benchmark)
-    kept: dict[str, dict[int, int]] = defaultdict(lambda: defaultdict(int))
+def study(run: str) -> dict:
+    meta, results = load_run(find_run(run))
+    resources = Resources.open(Settings(), meta["index"])
+    kept: dict[str, Counter[str]] = defaultdict(Counter)
     totals: dict[str, int] = defaultdict(int)
-    words: dict[str, dict[int, list[int]]] = defaultdict(lambda: defaultdict(list))
+    words: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
     for kind, question, answer, ids, gold_ids in reads(results):
         records = resources.index.passages(ids)
         passages = [{"id": p.id, "title": p.title, "text": p.text} for p in records]
@@ -60,16 +64,24 @@ def study(benchmark: str) -> dict:
         if not holds(answer, [p for p in passages if p["id"] in gold_ids]):
             continue
         totals[kind] += 1
-        words[kind][0].append(sum(len(p["text"].split()) for p in passages))
+        words[kind]["whole"].append(sum(len(p["text"].split()) for p in passages))
         for budget in STEP_BUDGETS if kind == "step" else FINAL_BUDGETS:
-            chosen = select_evidence(resources.dm, resources.index, question, passages, budget)
-            kept[kind][budget] += holds(answer, chosen)
-            words[kind][budget].append(sum(len(p["text"].split()) for p in chosen))
+            for order, every_passage in ORDERS.items():
+                chosen = select_sentences(
+                    resources.dm,
+                    resources.index,
+                    question,
+                    passages,
+                    budget,
+                    every_passage=every_passage,
+                )
+                kept[kind][f"{budget} {order}"] += holds(answer, chosen)
+                words[kind][f"{budget} {order}"].append(sum(len(p["text"].split()) for p in chosen))
     resources.close()
     return {
         kind: {
             "reads": totals[kind],
-            "whole_words": round(sum(words[kind][0]) / max(1, totals[kind]), 1),
+            "whole_words": round(sum(words[kind]["whole"]) / max(1, totals[kind]), 1),
             "budgets": {
                 b: {
                     "answer_kept": round(kept[kind][b] / max(1, totals[kind]), 3),
@@ -84,11 +96,11 @@ def study(benchmark: str) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--benchmarks", nargs="+", default=list(BENCHMARKS))
-    args = parser.parse_args()
-    out = {b: study(b) for b in args.benchmarks}
+    parser.add_argument("runs", nargs="+")
+    runs = parser.parse_args().runs
+    out = {run: study(run) for run in runs}
     print(json.dumps(out, indent=1))
-    save("evidence_budget", out)
+    save("evidence_budget", {"command": "python -m bench.evidence_budget " + " ".join(runs), **out})
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
 """Evidence selection: the step reads the kept passages' best sentences for its
-sub-question, not the passages (docs/method.md section 1, "Reading sentences")."""
+sub-question, not the passages (docs/method.md section 1, step 3.6)."""
 
 from __future__ import annotations
 

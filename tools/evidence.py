@@ -1,7 +1,6 @@
 """Evidence selection: the reader sees the sentences that matter, not whole passages
-(docs/method.md section 1, "Reading sentences"). A 1.5B reader answers better from a
-few relevant sentences than from five passages (RECOMP, EXIT), and every word it does
-not read is prompt time saved.
+(docs/method.md section 1, step 3.6). Small readers are known to gain from evidence
+selection (RECOMP, EXIT), and every word not read is prompt time saved.
 
 Every sentence of the chosen passages is scored by DM_rel in one batch and taken best
 first until the word budget is spent. A final read (the whole question) first takes each
