@@ -153,6 +153,8 @@ DEFT_SETTINGS = (
     "max_steps",
     "fallback_k",
     "fallback_extra",
+    "read_words",
+    "final_read_words",
     "tau_rel",
     "tau_direct",
     "tau_shallow",
@@ -325,6 +327,16 @@ class Settings:
         metadata={
             "description": "Passages beyond the retrieval top_k that the fallback reads "
             "when DM_rel passes them."
+        },
+    )
+    read_words: int = field(
+        default=100,
+        metadata={"description": "Words of the kept passages' best sentences a step reads."},
+    )
+    final_read_words: int = field(
+        default=200,
+        metadata={
+            "description": "Words of the best sentences the direct answer and the fallback read."
         },
     )
     tau_rel: float = field(default=0.5, metadata={"description": "Relevance threshold."})

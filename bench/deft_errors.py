@@ -15,6 +15,14 @@ SQuAD-normalised, as whole words) went missing; the stages are checked from the 
 - `in_answer`: the prediction holds it but is not an exact match (wording, extra words).
 - `yes_no`: the gold answer is yes or no, which no passage states.
 
+For `never_read` questions it says where the chain broke (`chain_breaks`), first that
+applies: `retrieved_not_kept` (a gold passage it never read was retrieved for the question
+or a sub-question, and the relevance filter dropped it), `named_not_retrieved` (a
+sub-question or an answer names a missing gold passage's title, and no search found it),
+`first_hop_missed` (no gold passage read at all, none named) and `bridge_not_found`
+(the chain read a gold passage, then never named the next one: a wrong bridge entity or
+a sub-question that drifted).
+
 For wrong answers that came from the QA table it also counts `stopped_short`: fewer rows
 than the question has gold passages, so the sufficiency check stopped before the chain
 was complete (a row can state two hops at once, so this is an upper bound). Matching can
@@ -36,6 +44,8 @@ from bench.common import find_run, summarise_runs, trace_states
 from bench.deft_endings import final_node
 
 STAGES = ("never_read", "read_not_taken", "in_table_lost", "in_answer", "yes_no")
+BREAKS = ("retrieved_not_kept", "named_not_retrieved", "first_hop_missed", "bridge_not_found")
+RETRIEVALS = ("question_passages", "retrieved")
 
 
 def holds(text: str, golds: list[str]) -> bool:
@@ -65,16 +75,40 @@ def lost_at(record: dict[str, Any], table: list[dict[str, Any]], text: dict[int,
     return "never_read"
 
 
+def chain_break(record: dict[str, Any], titles: dict[int, str]) -> str:
+    """Where a question that never read its answer broke its chain (see the module doc)."""
+    missing = [pid for pid in record["gold_ids"] if pid not in set(record["passages_fed"])]
+    retrieved = {
+        p["id"] for step in record["trace"] for key in RETRIEVALS for p in step.get(key) or []
+    }
+    if retrieved & set(missing):
+        return "retrieved_not_kept"
+    asked = " ".join(
+        f"{step.get('sub_question') or ''} {step.get('sub_answer') or ''}"
+        for step in record["trace"]
+    )
+    if any(holds(asked, [titles[pid]]) for pid in missing):
+        return "named_not_retrieved"
+    if len(missing) == len(record["gold_ids"]):
+        return "first_hop_missed"
+    return "bridge_not_found"
+
+
 def summarise(folder_name: str) -> dict[str, Any]:
     meta, records = load_run(find_run(folder_name))
     corpus = load_corpus(Path(meta["data"]).with_name("corpus.json"))
     text = {p.id: f"{p.title} {p.text}" for p in corpus}
+    titles = {p.id: p.title for p in corpus}
     wrong = [r for r in records if not r["em"]]
     stages: dict[str, Counter[str]] = {}
+    breaks: Counter[str] = Counter()
     stopped_short = 0
     for record in wrong:
         end, table = final_node(record), qa_table(record)
-        stages.setdefault(end, Counter())[lost_at(record, table, text)] += 1
+        stage = lost_at(record, table, text)
+        stages.setdefault(end, Counter())[stage] += 1
+        if stage == "never_read" and any("question_passages" in s for s in record["trace"]):
+            breaks[chain_break(record, titles)] += 1
         if end == "answer_from_qa_table":
             stopped_short += len(table) < len(record["gold_ids"])
     total: Counter[str] = sum(stages.values(), Counter())
@@ -84,6 +118,7 @@ def summarise(folder_name: str) -> dict[str, Any]:
         "wrong": len(wrong),
         "lost_at": {s: total[s] for s in STAGES},
         "by_ending": {e: {s: c[s] for s in STAGES} for e, c in sorted(stages.items())},
+        "chain_breaks": {b: breaks[b] for b in BREAKS},
         "table_endings_stopped_short": stopped_short,
     }
 

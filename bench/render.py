@@ -42,6 +42,14 @@ DEFT_BEFORE_SERVER = {
     "hotpotqa": "hotpotqa-deft-081559a",
 }
 
+# The last deft run of each benchmark that read whole passages, archived when deft was
+# rerun reading sentences (issue 34's first lever).
+DEFT_PASSAGE_READING = {
+    "musique": "musique-deft-4360ebb",
+    "2wikimultihopqa": "2wikimultihopqa-deft-4360ebb",
+    "hotpotqa": "hotpotqa-deft-4360ebb",
+}
+
 # The systems of the main table, in its order; any other run folder is a variant under test.
 SYSTEMS = ("closed_book", "vanilla", "iterative", "oracle", "chainrag", "deft")
 
@@ -399,12 +407,18 @@ def deft_errors() -> Section:
     r = load_results("deft_errors")
     if not r:
         return "", []
-    current = {f"{b}-{s}" for b in BENCHMARKS for s in SYSTEMS} | set(DEFT_BEFORE_SERVER.values())
+    current = {f"{b}-{s}" for b in BENCHMARKS for s in SYSTEMS} | set(DEFT_PASSAGE_READING.values())
     stages = list(r["rows"][0]["lost_at"])
+    breaks = list(r["rows"][0]["chain_breaks"])
     rows = [
         [row["run"], row["wrong"], *row["lost_at"].values(), row["table_endings_stopped_short"]]
         for row in r["rows"]
         if row["run"] in current
+    ]
+    chains = [
+        [row["run"], row["lost_at"]["never_read"], *row["chain_breaks"].values()]
+        for row in r["rows"]
+        if row["run"] in current and "-deft" in row["run"]
     ]
     text = _section(
         "Where wrong answers lost the gold answer",
@@ -414,14 +428,16 @@ def deft_errors() -> Section:
         "did and the reader answered otherwise; `stopped short`: a QA-table answer with "
         "fewer rows than gold passages.",
         _table(["run", "wrong", *(f"`{s}`" for s in stages), "stopped short"], rows),
+        "Where the chain broke for the `deft` questions that never read their answer (first "
+        "that applies): `retrieved_not_kept`, a gold passage never read was retrieved and "
+        "the relevance filter dropped it; `named_not_retrieved`, a sub-question or answer "
+        "names it and no search found it; `first_hop_missed`, no gold passage read; "
+        "`bridge_not_found`, a gold passage read and the next never named (a wrong bridge "
+        "answer or a drifting sub-question).",
+        _table(["run", "`never_read`", *(f"`{b}`" for b in breaks)], chains),
         "No target of its own: issue 34 asks to find where the chain breaks for the "
-        "`never_read` questions and fix the biggest cause."
-        + (
-            " Runs named with a commit are archived `deft` runs on the old server, standing in "
-            "until their rerun."
-            if any(row[0] in DEFT_BEFORE_SERVER.values() for row in rows)
-            else ""
-        ),
+        "`never_read` questions and fix the biggest cause. Runs named with a commit are "
+        "archived `deft` runs that read whole passages.",
     )
     return text, []
 
@@ -581,20 +597,85 @@ def serving() -> Section:
     return text, [("Server options measured, the fastest kept (issue 33)", "eight slots", "done")]
 
 
-def deft_speed() -> Section:
-    """deft's seconds per question on llama-server against its last run on the old server."""
+def _against_archive(
+    archived: dict[str, str], later: dict[str, str] | None = None
+) -> tuple[list[tuple[str, int, dict[str, Any], dict[str, Any], dict[str, Any]]], list[str]]:
+    """Each benchmark's current `deft` run (or the `later` archived one) against its
+    `archived` one: (benchmark, questions both answered, old summary, new summary, the EM
+    row of `hoprag eval compare`), and the benchmarks not rerun yet."""
     from app.eval.report import compare_runs
 
-    rows, pending, standing = [], [], []
-    ratios, em_kept, medians, reuse = [], [], [], []
-    for bench, archived in DEFT_BEFORE_SERVER.items():
-        before, after = RESULTS / "archive" / archived, RESULTS / "eval" / f"{bench}-deft"
+    pairs, pending = [], []
+    for bench, name in archived.items():
+        before = RESULTS / "archive" / name
+        after = RESULTS / "archive" / later[bench] if later else RESULTS / "eval" / f"{bench}-deft"
         if not (before / "results.jsonl").is_file() or not (after / "results.jsonl").is_file():
-            pending.append(bench)  # not rerun on llama-server yet
+            pending.append(bench)
             continue
         result = compare_runs(before, after)
         em = {r["metric"]: r for r in result["rows"]}["em"]
         old, new = summarise(load_run(before)[1])["all"], summarise(load_run(after)[1])["all"]
+        pairs.append((bench, result["shared"], old, new, em))
+    return pairs, pending
+
+
+def sentence_reading() -> Section:
+    """Issue 34's first lever: deft reading sentences against its last run reading passages."""
+    pairs, pending = _against_archive(DEFT_PASSAGE_READING)
+    if not pairs:
+        return "", []
+    rows = [
+        [
+            bench,
+            shared,
+            f"{em['a']:.3f} / {em['b']:.3f}",
+            _p(em["mcnemar_p"]),
+            f"{old['f1']:.3f} / {new['f1']:.3f}",
+            f"{old['words_fed']:.0f} / {new['words_fed']:.0f}",
+            f"{old['llm_calls']:.2f} / {new['llm_calls']:.2f}",
+            f"{old['seconds_median']:.1f} / {new['seconds_median']:.1f}",
+        ]
+        for bench, shared, old, new, em in pairs
+    ]
+    standing = [
+        (
+            "Reading sentences: words fed at most 390 on every benchmark, EM not lower "
+            "anywhere (issue 34)",
+            "; ".join(
+                f"{bench} {new['words_fed']:.0f} words, EM {em['a']:.3f} / {em['b']:.3f}"
+                for bench, _, _, new, em in pairs
+            ),
+            _met(
+                not pending
+                and all(new["words_fed"] <= 390 and em["b"] >= em["a"] for *_, new, em in pairs)
+            ),
+        )
+    ]
+    text = _section(
+        "Reading sentences (issue 34)",
+        "The `deft` runs of the answering tables, which read the kept passages' best "
+        "sentences (`read_words`, `final_read_words`), against the last runs that read the "
+        "passages whole, with the same graph otherwise (`DEFT_PASSAGE_READING` in "
+        "`bench/render.py`, under `bench/results/archive/`). First 60 dev questions, "
+        "`.venv/bin/python -m bench.run_systems --systems deft`; EM test: `hoprag eval "
+        "compare ARCHIVED NEW`. Before / now in every cell.",
+        _table(
+            ["benchmark", "shared", "EM", "p (EM)", "F1", "words fed", "LLM calls", "median s"],
+            rows,
+        ),
+        "Targets:\n\n"
+        + "\n".join(f"- {t}: {now}: **{v}**." for t, now, v in standing)
+        + (f"\n\nNot rerun yet: {', '.join(pending)}." if pending else ""),
+    )
+    return text, standing
+
+
+def deft_speed() -> Section:
+    """deft's seconds per question on llama-server against its last run on the old server."""
+    rows, standing = [], []
+    ratios, em_kept, medians, reuse = [], [], [], []
+    pairs, pending = _against_archive(DEFT_BEFORE_SERVER)
+    for bench, shared, old, new, em in pairs:
         ratio = new["seconds_median"] / old["seconds_median"]
         ratios.append(ratio)
         em_kept.append(em["b"] >= em["a"])
@@ -603,7 +684,7 @@ def deft_speed() -> Section:
         rows.append(
             [
                 bench,
-                result["shared"],
+                shared,
                 round(old["seconds_median"], 1),
                 round(new["seconds_median"], 1),
                 round(ratio, 2),
@@ -638,14 +719,23 @@ def deft_speed() -> Section:
             _met(all(x >= 0.5 for x in reuse)),
         ),
     ]
+    same_graph, _ = _against_archive(DEFT_BEFORE_SERVER, DEFT_PASSAGE_READING)
+    server_alone = ", ".join(
+        f"{bench} {new['seconds_median'] / old['seconds_median']:.2f} at EM {em['a']:.3f} / "
+        f"{em['b']:.3f}"
+        for bench, _, old, new, em in same_graph
+    )
     text = _section(
         "Answering speed: `deft` on llama-server",
         "The `deft` runs of the answering tables (first 60 dev questions, `.venv/bin/python "
-        "-m bench.run_systems --systems deft`) against the last runs of the same graph on "
-        "llama-cpp-python's server (`DEFT_BEFORE_SERVER` in `bench/render.py`, under "
-        "`bench/results/archive/`; parts of those shared the machine, so their seconds are "
-        "upper bounds). EM test: `hoprag eval compare ARCHIVED NEW`. `reused`: share of "
-        "prompt tokens the server's slots did not read again.",
+        "-m bench.run_systems --systems deft`) against the last runs on llama-cpp-python's "
+        "server (`DEFT_BEFORE_SERVER` in `bench/render.py`, under `bench/results/archive/`; "
+        "parts of those shared the machine, so their seconds are upper bounds). Those read "
+        "whole passages: the rows compare today's default with the one issue 33 started "
+        "from. The server alone, with the same graph (the `DEFT_PASSAGE_READING` runs), gave "
+        f"these median ratios: {server_alone or 'not measured'}. "
+        "EM test: `hoprag eval compare ARCHIVED NEW`. `reused`: share of prompt tokens the "
+        "server's slots did not read again.",
         _table(
             [
                 "benchmark",
@@ -784,6 +874,7 @@ def main() -> None:
         sentence_graph(),
         retrieval_recall(),
         answering(),
+        sentence_reading(),
         deft_errors(),
         decision_model(),
         serving(),

@@ -17,6 +17,7 @@ from graph.turn import REPLY, add_turn
 from nodes.answer import answer_sub_question, is_unknown
 from nodes.cache import lookup_qa_cache
 from nodes.direct import answer_directly, check_direct_answer
+from nodes.evidence import select_evidence
 from nodes.expand import expand_from_graph, expansion_reason
 from nodes.final import answer_from_qa_table, fallback_answer
 from nodes.guard import guard_self_contained
@@ -53,14 +54,10 @@ def can_expand(state: DeftState, runtime: Runtime[Settings], graph_available: bo
 
 def route_after_filter(
     state: DeftState, runtime: Runtime[Settings], *, graph_available: bool
-) -> Literal["expand_from_graph", "answer_sub_question"]:
+) -> Literal["expand_from_graph", "select_evidence"]:
     """Nothing relevant retrieved: walk the sentence graph before reading, so the step
     reads once (what the walk found, or else the top retrieved passages), not twice."""
-    return (
-        "expand_from_graph"
-        if can_expand(state, runtime, graph_available)
-        else "answer_sub_question"
-    )
+    return "expand_from_graph" if can_expand(state, runtime, graph_available) else "select_evidence"
 
 
 def route_after_answer(
@@ -70,10 +67,10 @@ def route_after_answer(
     return "expand_from_graph" if can_expand(state, runtime, graph_available) else "update_qa_table"
 
 
-def route_after_expansion(state: DeftState) -> Literal["answer_sub_question", "update_qa_table"]:
+def route_after_expansion(state: DeftState) -> Literal["select_evidence", "update_qa_table"]:
     """Read when nothing was read yet in this step, or when the walk found something new."""
     found = (state.get("expansion") or {}).get("kept_passage_ids")
-    return "answer_sub_question" if found or not state.get("sub_answer") else "update_qa_table"
+    return "select_evidence" if found or not state.get("sub_answer") else "update_qa_table"
 
 
 def route_after_sufficiency(
@@ -94,11 +91,12 @@ def route_after_final_answer(state: DeftState) -> Literal["fallback_answer", "re
 
 
 def build_deft(resources: Resources, checkpointer: Any = None) -> CompiledStateGraph:
-    dm, gateway, retriever, cache = (
+    dm, gateway, retriever, cache, index = (
         resources.dm,
         resources.gateway,
         resources.retriever,
         resources.qa_cache,
+        resources.index,
     )
     builder = StateGraph(DeftState, context_schema=Settings, input_schema=InputState)
     add_turn(builder, resources, first="retrieve_question_passages")
@@ -106,7 +104,10 @@ def build_deft(resources: Resources, checkpointer: Any = None) -> CompiledStateG
         "retrieve_question_passages", partial(retrieve_question_passages, retriever=retriever)
     )
     builder.add_node("check_direct_answer", partial(check_direct_answer, dm=dm))
-    builder.add_node("answer_directly", partial(answer_directly, dm=dm, gateway=gateway))
+    builder.add_node(
+        "answer_directly",
+        partial(answer_directly, dm=dm, gateway=gateway, index=index),
+    )
     builder.add_node(
         "write_sub_question",
         partial(write_sub_question, gateway=gateway, examples=resources.examples),
@@ -117,12 +118,14 @@ def build_deft(resources: Resources, checkpointer: Any = None) -> CompiledStateG
         "retrieve_for_sub_question", partial(retrieve_for_sub_question, retriever=retriever)
     )
     builder.add_node("filter_relevant", partial(filter_relevant, dm=dm))
+    builder.add_node("select_evidence", partial(select_evidence, dm=dm, index=index))
     builder.add_node("answer_sub_question", partial(answer_sub_question, gateway=gateway))
     builder.add_node("update_qa_table", partial(update_qa_table, cache=cache))
     builder.add_node("check_sufficiency", partial(check_sufficiency, dm=dm))
     builder.add_node("answer_from_qa_table", partial(answer_from_qa_table, gateway=gateway))
     builder.add_node(
-        "fallback_answer", partial(fallback_answer, retriever=retriever, dm=dm, gateway=gateway)
+        "fallback_answer",
+        partial(fallback_answer, retriever=retriever, dm=dm, gateway=gateway, index=index),
     )
 
     builder.add_edge("retrieve_question_passages", "check_direct_answer")
@@ -139,10 +142,9 @@ def build_deft(resources: Resources, checkpointer: Any = None) -> CompiledStateG
     builder.add_conditional_edges(
         "filter_relevant",
         partial(route_after_filter, graph_available=graph is not None),
-        ["expand_from_graph", "answer_sub_question"]
-        if graph is not None
-        else ["answer_sub_question"],
+        ["expand_from_graph", "select_evidence"] if graph is not None else ["select_evidence"],
     )
+    builder.add_edge("select_evidence", "answer_sub_question")
     builder.add_conditional_edges(
         "answer_sub_question",
         partial(route_after_answer, graph_available=graph is not None),

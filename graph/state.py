@@ -11,6 +11,8 @@ from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
 from langgraph.types import Overwrite
 
+from app.index.corpus import excerpt
+
 
 class InputState(TypedDict, total=False):
     """What a caller sends: a question, or a chat whose last human turn is the question.
@@ -83,14 +85,20 @@ class Decision(TypedDict):
 def merge_passages(
     old: list[dict[str, Any]] | None, new: list[dict[str, Any]] | None
 ) -> list[dict[str, Any]]:
-    """Union by passage id, first reading first: everything an LLM was given to read."""
-    merged = list(old or [])
-    seen = {p["id"] for p in merged}
+    """Union by passage id, first reading first: everything an LLM was given to read.
+    Excerpts of one passage (their `sentences`, tools/evidence.py) merge by sentence; a
+    whole passage read once covers every excerpt of it."""
+    merged = {p["id"]: p for p in old or []}
     for p in new or []:
-        if p["id"] not in seen:
-            merged.append(p)
-            seen.add(p["id"])
-    return merged
+        if p["id"] not in merged:
+            merged[p["id"]] = p
+        elif "sentences" in merged[p["id"]]:
+            merged[p["id"]] = (
+                excerpt(p, [*merged[p["id"]]["sentences"], *p["sentences"]])
+                if "sentences" in p
+                else p
+            )
+    return list(merged.values())
 
 
 class DeftState(TurnState, total=False):
@@ -109,6 +117,7 @@ class DeftState(TurnState, total=False):
     cache_hit: dict[str, Any] | None
     retrieved: list[dict[str, Any]]  # R_w(q_t)
     kept: list[dict[str, Any]]
+    evidence: list[dict[str, Any]]  # the kept passages' sentences the step reads
     relevant_found: bool  # some retrieved passage passed tau_rel this step
     expansion: dict[str, Any] | None  # the sentence-graph expansion of this step, if any
     sub_answer: str

@@ -63,9 +63,13 @@ def answer_from_passages(state: ReadState, *, gateway: LLMGateway) -> dict[str, 
 
 
 def answer_sub_question(state: DeftState, *, gateway: LLMGateway) -> dict[str, Any]:
-    """a_t = LLM_ans(q_t, kept passages); the kept passages count as read."""
-    kept = state.get("kept") or []
-    return {"sub_answer": read_passages(gateway, state["sub_question"], kept), "passages": kept}
+    """a_t = LLM_ans(q_t, evidence): the kept passages' selected sentences, which count
+    as read."""
+    evidence = state.get("evidence") or []
+    return {
+        "sub_answer": read_passages(gateway, state["sub_question"], evidence),
+        "passages": evidence,
+    }
 
 
 def answer_closed_book(state: ReadState, *, gateway: LLMGateway) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from app.index.corpus import passage_text
+from app.index.store import CorpusIndex
 from app.llm.gateway import LLMGateway
 from app.settings import DIRECT_LINKED_READ, Settings
 from graph.state import DeftState
@@ -20,6 +21,7 @@ from nodes.decisions import decide, timed
 from nodes.relevance import judge_relevance
 from tools.comparison import RULE, decided_by_rule
 from tools.decision import DecisionModel
+from tools.evidence import select_sentences
 from tools.title_links import linked_from
 
 
@@ -58,10 +60,16 @@ def check_direct_answer(
 
 
 def answer_directly(
-    state: DeftState, runtime: Runtime[Settings], *, dm: DecisionModel, gateway: LLMGateway
+    state: DeftState,
+    runtime: Runtime[Settings],
+    *,
+    dm: DecisionModel,
+    gateway: LLMGateway,
+    index: CorpusIndex,
 ) -> dict[str, Any]:
-    """Answer Q in one LLM call from the relevant ones among R_w(Q) and the passages they
-    name by title: a later hop's passage is seldom relevant to Q itself."""
+    """Answer Q in one LLM call from the best sentences of the relevant ones among R_w(Q)
+    and of the passages they name by title: a later hop's passage is seldom relevant to Q
+    itself."""
     settings = Settings.of(runtime)
     passages = state.get("question_passages") or []
     relevant, decisions = judge_relevance(
@@ -69,7 +77,14 @@ def answer_directly(
     )
     texts = [passage_text(p["title"], p["text"]) for p in passages]
     chosen = [i for i, p in enumerate(passages) if p in relevant]
-    kept = relevant + [passages[j] for j in linked_from(texts, chosen, DIRECT_LINKED_READ)]
+    kept = select_sentences(
+        dm,
+        index,
+        state["question"],
+        relevant + [passages[j] for j in linked_from(texts, chosen, DIRECT_LINKED_READ)],
+        settings.final_read_words,
+        every_passage=True,
+    )
     answer = read_passages(gateway, state["question"], kept)
     return {
         **answered(answer),

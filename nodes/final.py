@@ -7,6 +7,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from app.index.store import CorpusIndex
 from app.llm.gateway import LLMGateway
 from app.settings import Settings
 from graph.state import DeftState
@@ -15,6 +16,7 @@ from nodes.relevance import keep_for_fallback, score_relevance
 from prompts import format_passages, format_qa_table, load_prompt, reply_form
 from tools.comparison import compare_dates, same_value
 from tools.decision import DecisionModel
+from tools.evidence import select_sentences
 from tools.retriever import Retriever
 
 
@@ -77,11 +79,12 @@ def fallback_answer(
     retriever: Retriever,
     dm: DecisionModel,
     gateway: LLMGateway,
+    index: CorpusIndex,
 ) -> dict[str, Any]:
     """After T steps, or when the writer has nothing new to ask: retrieve 2w passages for
-    Q, read the retrieval top_k plus the lower-ranked ones DM_rel passes, and answer Q from
-    them in one call, with the QA table's rows; a date comparison the rows decide needs no
-    reading at all."""
+    Q, keep the retrieval top_k plus the lower-ranked ones DM_rel passes, and answer Q in
+    one call from their best sentences, with the QA table's rows; a date comparison the
+    rows decide needs no reading at all."""
     table = state.get("qa_table") or []
     decided = decide_comparison(state["question"], table)
     if decided:
@@ -91,8 +94,15 @@ def fallback_answer(
     scores, decisions = score_relevance(
         dm, state["question"], passages, settings, state.get("hop", 0), whole_question=True
     )
-    kept = keep_for_fallback(
-        passages, scores, settings.tau_rel, settings.top_k, settings.fallback_extra
+    kept = select_sentences(
+        dm,
+        index,
+        state["question"],
+        keep_for_fallback(
+            passages, scores, settings.tau_rel, settings.top_k, settings.fallback_extra
+        ),
+        settings.final_read_words,
+        every_passage=True,
     )
     answer = read_facts_and_passages(gateway, state["question"], table, kept)
     support = {pid for row in table for pid in row["passage_ids"]} | {p["id"] for p in kept}

@@ -303,6 +303,7 @@ def next_step(
         "cache_hit": None,
         "retrieved": [],
         "kept": [],
+        "evidence": [],
         "relevant_found": False,
         "expansion": None,
         "sub_answer": "",

@@ -175,6 +175,7 @@ def test_final_answer_nodes_decide_by_rule_without_reading() -> None:
         retriever=None,  # type: ignore[arg-type]
         dm=None,  # type: ignore[arg-type]
         gateway=_NoLLM(),  # type: ignore[arg-type]
+        index=None,  # type: ignore[arg-type]
     )
     assert fallback["answer"] == "Dog's Heart" and fallback["answer_passage_ids"] == [1, 2, 3, 4]
 
@@ -222,6 +223,7 @@ def test_the_fallback_reads_the_rows_it_has_when_they_decide_nothing() -> None:
         retriever=_NoPassages(),  # type: ignore[arg-type]
         dm=DecisionModel(gateway=None, embedder=None, calibration=OFF),  # type: ignore[arg-type]
         gateway=gateway,  # type: ignore[arg-type]
+        index=None,  # type: ignore[arg-type]
     )
     assert "Who is the spouse of Anne Gust Brown? Jerry Brown" in gateway.seen
     assert update["answer"] == "Pat Brown" and update["answer_passage_ids"] == [7]

@@ -628,13 +628,21 @@ def test_the_direct_answer_is_a_setting(direct_answer: bool, direct: bool, calls
 class _JudgesRelevance(_SaysDirect):
     """Relevance to the whole question: only the first hop's passage is relevant."""
 
-    whole_question: bool | None = None
+    def __init__(self) -> None:
+        self.whole_question: list[bool] = []  # per call
 
     def p_rel(
         self, question: str, passages: list, stored: bool = True, whole_question: bool = False
     ) -> list[float]:
-        self.whole_question = whole_question
+        self.whole_question.append(whole_question)
         return [0.9 if p["title"] == "Tavistrom College" else 0.1 for p in passages]
+
+
+class _OneSentencePassages:
+    """An index whose passages are stored without sentences: each is read as one."""
+
+    def sentences_of(self, passage_id: int) -> list[str]:
+        return []
 
 
 def test_the_direct_answer_reads_the_passages_a_relevant_one_names() -> None:
@@ -650,8 +658,15 @@ def test_the_direct_answer_reads_the_passages_a_relevant_one_names() -> None:
     }
     reader = ScriptedWriter("Ulden River")
     dm = _JudgesRelevance()
-    update = answer_directly(state, Runtime(), dm=dm, gateway=reader)  # type: ignore[arg-type]
-    assert dm.whole_question is True  # judged against the question, with the batch's links
+    update = answer_directly(
+        state,
+        Runtime(),  # type: ignore[arg-type]
+        dm=dm,  # type: ignore[arg-type]
+        gateway=reader,  # type: ignore[arg-type]
+        index=_OneSentencePassages(),  # type: ignore[arg-type]
+    )
+    # judged against the question, with the batch's links; then its sentences are chosen
+    assert dm.whole_question == [True, False]
     # one passes: the top 2 (keep rules), then the town the college's text names; the
     # river, named only by the town's passage, is two links away
     assert update["answer_passage_ids"] == [1, 2, 3]

@@ -141,11 +141,11 @@ def test_deft_expands_when_a_step_finds_nothing(
     nothing = {**base, "relevant_found": False, "sub_answer": ""}
     # Nothing relevant retrieved: expand before reading, so the step reads once.
     assert route_after_filter(nothing, runtime, graph_available=True) == "expand_from_graph"
-    assert route_after_filter(nothing, runtime, graph_available=False) == "answer_sub_question"
+    assert route_after_filter(nothing, runtime, graph_available=False) == "select_evidence"
     off = Runtime(settings.with_overrides(graph_expansion=False))
-    assert route_after_filter(nothing, off, graph_available=True) == "answer_sub_question"
+    assert route_after_filter(nothing, off, graph_available=True) == "select_evidence"
     relevant = {**base, "relevant_found": True, "sub_answer": ""}
-    assert route_after_filter(relevant, runtime, graph_available=True) == "answer_sub_question"
+    assert route_after_filter(relevant, runtime, graph_available=True) == "select_evidence"
     fine = {**base, "relevant_found": True, "sub_answer": "Ulden River"}
     assert route_after_answer(fine, runtime, graph_available=True) == "update_qa_table"
     unknown = {**base, "relevant_found": True, "sub_answer": "unknown"}
@@ -161,7 +161,7 @@ def test_deft_expands_when_a_step_finds_nothing(
     assert update["kept"] and any("Ulden River" in p["text"] for p in update["kept"])
     assert all(d["kind"] == "rel" for d in update["decisions"])
     again = {**nothing, **update}
-    assert route_after_expansion(again) == "answer_sub_question"  # the first read
+    assert route_after_expansion(again) == "select_evidence"  # the first read
     read = {**again, "sub_answer": "unknown"}
     assert route_after_answer(read, runtime, graph_available=True) == "update_qa_table"  # once
 

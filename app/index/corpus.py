@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from typing import Any
 from app.errors import UserError
 
 TEXT_SUFFIXES = (".txt", ".md")
+ELISION = "..."  # between sentences of an excerpt that are not adjacent
 
 
 @dataclass(frozen=True)
@@ -134,3 +136,20 @@ def load_corpus(path: Path) -> list[Passage]:
 def passage_text(title: str, text: str) -> str:
     """What the retrievers see of a passage: its title carries the entity it is about."""
     return f"{title}: {text}" if title else text
+
+
+def excerpt(passage: dict[str, Any], sentences: Sequence[tuple[int, str]]) -> dict[str, Any]:
+    """The passage as read: its chosen sentences in passage order, gaps marked, with their
+    positions (so that what several steps read of one passage merges by sentence)."""
+    ordered = sorted(dict(sentences).items())
+    parts: list[str] = []
+    for n, (position, text) in enumerate(ordered):
+        if n and position != ordered[n - 1][0] + 1:
+            parts.append(ELISION)
+        parts.append(text)
+    return {
+        "id": passage["id"],
+        "title": passage["title"],
+        "text": " ".join(parts),
+        "sentences": [list(s) for s in ordered],
+    }

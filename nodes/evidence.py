@@ -1,0 +1,23 @@
+"""Evidence selection: the step reads the kept passages' best sentences for its
+sub-question, not the passages (docs/method.md section 1, step 3.6)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from app.index.store import CorpusIndex
+from app.settings import Settings
+from graph.state import DeftState
+from tools.decision import DecisionModel
+from tools.evidence import select_sentences
+
+
+def select_evidence(
+    state: DeftState, runtime: Runtime[Settings], *, dm: DecisionModel, index: CorpusIndex
+) -> dict[str, Any]:
+    evidence = select_sentences(
+        dm, index, state["sub_question"], state.get("kept") or [], Settings.of(runtime).read_words
+    )
+    return {"evidence": evidence}
