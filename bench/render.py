@@ -109,6 +109,12 @@ def _table(head: list[str], rows: list[list[object]]) -> list[str]:
     ]
 
 
+def _targets(standing: list[Standing], after: str = "", title: str = "Targets") -> str:
+    """A section's targets as a list, each with where it stands, then `after`."""
+    lines = "\n".join(f"- {t}: {now}: **{v}**." for t, now, v in standing)
+    return f"{title}:\n\n{lines}" + (f"\n\n{after}" if after else "")
+
+
 def _section(title: str, *parts: str | list[str]) -> str:
     lines = [f"## {title}", ""]
     for part in parts:
@@ -334,9 +340,7 @@ def answering() -> Section:
     if not deft:
         return "", []
     standing = _deft_targets(deft, baselines)
-    parts.append(
-        "Targets for `deft`:\n\n" + "\n".join(f"- {t}: {now}: **{v}**." for t, now, v in standing)
-    )
+    parts.append(_targets(standing, title="Targets for `deft`"))
     if old:
         parts.append(
             f"`deft (old server)` on {', '.join(old)}: its rerun on llama-server is not in "
@@ -663,9 +667,7 @@ def sentence_reading() -> Section:
             ["benchmark", "shared", "EM", "p (EM)", "F1", "words fed", "LLM calls", "median s"],
             rows,
         ),
-        "Targets:\n\n"
-        + "\n".join(f"- {t}: {now}: **{v}**." for t, now, v in standing)
-        + (f"\n\nNot rerun yet: {', '.join(pending)}." if pending else ""),
+        _targets(standing, f"Not rerun yet: {', '.join(pending)}." if pending else ""),
     )
     return text, standing
 
@@ -750,9 +752,9 @@ def deft_speed() -> Section:
             ],
             rows,
         ),
-        "Targets:\n\n"
-        + "\n".join(f"- {t}: {now}: **{v}**." for t, now, v in standing)
-        + (f"\n\nNot rerun on llama-server yet: {', '.join(pending)}." if pending else ""),
+        _targets(
+            standing, f"Not rerun on llama-server yet: {', '.join(pending)}." if pending else ""
+        ),
     )
     return text, standing
 
@@ -801,7 +803,7 @@ def serve_load() -> Section:
         "the answer contains the gold answer.",
         *([_table([*head, "measured", "machine", "command"], rows)] if rows else []),
         *_scale_out_parts(scaled),
-        "Targets:\n\n" + "\n".join(f"- {t}: {now}: **{v}**." for t, now, v in standing),
+        _targets(standing),
     )
     return text, standing
 
