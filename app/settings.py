@@ -138,6 +138,11 @@ SERVER_CACHE_REUSE_TOKENS = 64
 # The relevance filter reads the top 2 when exactly one passage passes (docs/method.md
 # section 1, step 3.5).
 ONE_RELEVANT_KEPT = 2
+# A step chooses its passages, and its sentences, by DM_rel fused (RRF) with the order
+# they came in: on model-written sub-questions DM_rel alone ranked the gold passages below
+# retrieval's own order on MuSiQue and HotpotQA (docs/decisions.md, "Which passages a
+# step reads"). k=1 lets the top ranks of either order count most.
+STEP_FUSION_K = 1
 
 # Title links (`tools/title_links.py`): shorter titles ("US") match inside unrelated words.
 MIN_TITLE_CHARS = 4

@@ -7,8 +7,9 @@ Each question with EM 0 gets the first stage at which the gold answer (or an ali
 SQuAD-normalised, as whole words) went missing; the stages are checked from the last
 (the prediction) back to the first (the passages read):
 
-- `never_read`: no passage fed to any reader holds it: retrieval and the sub-questions
-  never reached the passage that states it.
+- `never_read`: nothing fed to any reader holds it (of a passage read in part, the
+  sentences read, which a run records as `excerpts`; runs before that record only
+  whole passages): retrieval and the sub-questions never reached the line that states it.
 - `read_not_taken`: a passage fed holds it, but no QA-table row's answer does (nor the
   prediction): a reader saw it and answered something else, or no step asked for it.
 - `in_table_lost`: a QA-table row holds it and the final answer does not.
@@ -16,8 +17,9 @@ SQuAD-normalised, as whole words) went missing; the stages are checked from the 
 - `yes_no`: the gold answer is yes or no, which no passage states.
 
 For `never_read` questions it says where the chain broke (`chain_breaks`), first that
-applies: `retrieved_not_kept` (a gold passage it never read was retrieved for the question
-or a sub-question, and the relevance filter dropped it), `named_not_retrieved` (a
+applies: `retrieved_not_read` (a gold passage it never read was retrieved for the question
+or a sub-question, and the relevance filter dropped it or none of its sentences was
+chosen), `named_not_retrieved` (a
 sub-question or an answer names a missing gold passage's title, and no search found it),
 `first_hop_missed` (no gold passage read at all, none named) and `bridge_not_found`
 (the chain read a gold passage, then never named the next one: a wrong bridge entity or
@@ -44,7 +46,7 @@ from bench.common import find_run, summarise_runs, trace_states
 from bench.deft_endings import final_node
 
 STAGES = ("never_read", "read_not_taken", "in_table_lost", "in_answer", "yes_no")
-BREAKS = ("retrieved_not_kept", "named_not_retrieved", "first_hop_missed", "bridge_not_found")
+BREAKS = ("retrieved_not_read", "named_not_retrieved", "first_hop_missed", "bridge_not_found")
 RETRIEVALS = ("question_passages", "retrieved")
 
 
@@ -60,9 +62,19 @@ def qa_table(record: dict[str, Any]) -> list[dict[str, Any]]:
     return state["qa_table"] + (last.get("qa_table") or [])
 
 
-def lost_at(record: dict[str, Any], table: list[dict[str, Any]], text: dict[int, str]) -> str:
+def read_texts(record: dict[str, Any], corpus: dict[int, Any]) -> list[str]:
+    """What the readers read of each passage fed (title and text): the sentences of a
+    passage read in part (`excerpts`), else the whole passage."""
+    read = record.get("excerpts") or {}
+    return [
+        f"{corpus[pid].title} {read.get(str(pid), corpus[pid].text)}"
+        for pid in record["passages_fed"]
+    ]
+
+
+def lost_at(record: dict[str, Any], table: list[dict[str, Any]], corpus: dict[int, Any]) -> str:
     """The first stage at which a wrong answer's gold went missing (see the module doc);
-    `table` is the QA table the question ended with."""
+    `table` is the QA table the question ended with, `corpus` the passages by id."""
     golds = record["gold"]
     if {normalize_answer(g) for g in golds} <= {"yes", "no"}:
         return "yes_no"
@@ -70,7 +82,7 @@ def lost_at(record: dict[str, Any], table: list[dict[str, Any]], text: dict[int,
         return "in_answer"
     if any(holds(row["answer"], golds) for row in table):
         return "in_table_lost"
-    if any(holds(text[pid], golds) for pid in record["passages_fed"]):
+    if any(holds(text, golds) for text in read_texts(record, corpus)):
         return "read_not_taken"
     return "never_read"
 
@@ -82,7 +94,7 @@ def chain_break(record: dict[str, Any], titles: dict[int, str]) -> str:
         p["id"] for step in record["trace"] for key in RETRIEVALS for p in step.get(key) or []
     }
     if retrieved & set(missing):
-        return "retrieved_not_kept"
+        return "retrieved_not_read"
     asked = " ".join(
         f"{step.get('sub_question') or ''} {step.get('sub_answer') or ''}"
         for step in record["trace"]
@@ -96,16 +108,15 @@ def chain_break(record: dict[str, Any], titles: dict[int, str]) -> str:
 
 def summarise(folder_name: str) -> dict[str, Any]:
     meta, records = load_run(find_run(folder_name))
-    corpus = load_corpus(Path(meta["data"]).with_name("corpus.json"))
-    text = {p.id: f"{p.title} {p.text}" for p in corpus}
-    titles = {p.id: p.title for p in corpus}
+    corpus = {p.id: p for p in load_corpus(Path(meta["data"]).with_name("corpus.json"))}
+    titles = {pid: p.title for pid, p in corpus.items()}
     wrong = [r for r in records if not r["em"]]
     stages: dict[str, Counter[str]] = {}
     breaks: Counter[str] = Counter()
     stopped_short = 0
     for record in wrong:
         end, table = final_node(record), qa_table(record)
-        stage = lost_at(record, table, text)
+        stage = lost_at(record, table, corpus)
         stages.setdefault(end, Counter())[stage] += 1
         if stage == "never_read" and any("question_passages" in s for s in record["trace"]):
             breaks[chain_break(record, titles)] += 1

@@ -433,9 +433,10 @@ def deft_errors() -> Section:
         "fewer rows than gold passages.",
         _table(["run", "wrong", *(f"`{s}`" for s in stages), "stopped short"], rows),
         "Where the chain broke for the `deft` questions that never read their answer (first "
-        "that applies): `retrieved_not_kept`, a gold passage never read was retrieved and "
-        "the relevance filter dropped it; `named_not_retrieved`, a sub-question or answer "
-        "names it and no search found it; `first_hop_missed`, no gold passage read; "
+        "that applies): `retrieved_not_read`, a gold passage never read was retrieved and "
+        "the relevance filter dropped it or chose none of its sentences; "
+        "`named_not_retrieved`, a sub-question or answer names it and no search found it; "
+        "`first_hop_missed`, no gold passage read; "
         "`bridge_not_found`, a gold passage read and the next never named (a wrong bridge "
         "answer or a drifting sub-question).",
         _table(["run", "`never_read`", *(f"`{b}`" for b in breaks)], chains),

@@ -7,10 +7,23 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from app.settings import ONE_RELEVANT_KEPT, Settings
+from app.settings import ONE_RELEVANT_KEPT, STEP_FUSION_K, Settings
 from graph.state import Decision, DeftState
 from nodes.decisions import decide, timed
 from tools.decision import DecisionModel
+from tools.retriever import reciprocal_rank_fusion
+
+
+def by_score(scores: Sequence[float]) -> list[int]:
+    """Positions, highest score first (ties: the earlier position)."""
+    return sorted(range(len(scores)), key=lambda i: (-scores[i], i))
+
+
+def fused_with_retrieval(scores: Sequence[float]) -> list[int]:
+    """Positions of a retrieval ranking, best first by RRF of retrieval rank and DM_rel
+    rank (`STEP_FUSION_K`)."""
+    retrieval = list(range(len(scores)))
+    return [i for i, _ in reciprocal_rank_fusion([retrieval, by_score(scores)], STEP_FUSION_K)]
 
 
 def keep_relevant(
@@ -19,18 +32,19 @@ def keep_relevant(
     tau: float,
     max_kept: int,
     none_kept: int,
+    order: Sequence[int] | None = None,
 ) -> list[dict[str, Any]]:
-    """Those >= tau, best first, at most `max_kept`; one passing -> the top 2; none ->
-    the top `none_kept` (5 by default, docs/method.md section 1, step 3.5)."""
-    ranked = sorted(zip(scores, range(len(passages)), strict=True), key=lambda t: (-t[0], t[1]))
-    passing = [i for s, i in ranked if s >= tau]
-    if len(passing) == 1:
-        chosen = [i for _, i in ranked[:ONE_RELEVANT_KEPT]]
+    """How many: those >= tau, at most `max_kept`; one passing -> 2; none -> `none_kept`
+    (5 by default, docs/method.md section 1, step 3.5). Which: the first of `order`
+    (positions, best first; by default by score)."""
+    passing = sum(s >= tau for s in scores)
+    if passing == 1:
+        count = ONE_RELEVANT_KEPT
     elif not passing:
-        chosen = [i for _, i in ranked[:none_kept]]
+        count = none_kept
     else:
-        chosen = passing[:max_kept]
-    return [passages[i] for i in chosen]
+        count = min(passing, max_kept)
+    return [passages[i] for i in list(order or by_score(scores))[:count]]
 
 
 def keep_for_fallback(
@@ -92,12 +106,19 @@ def judge_relevance(
 def filter_relevant(
     state: DeftState, runtime: Runtime[Settings], *, dm: DecisionModel
 ) -> dict[str, Any]:
-    kept, decisions = judge_relevance(
-        dm,
-        state["sub_question"],
-        state.get("retrieved") or [],
-        Settings.of(runtime),
-        state.get("hop", 0),
+    """Keep as many of R_w(q_t) as the keep rules allow, chosen by DM_rel fused with the
+    retrieval rank: DM_rel alone misranks gold passages for model-written sub-questions."""
+    settings, retrieved = Settings.of(runtime), state.get("retrieved") or []
+    scores, decisions = score_relevance(
+        dm, state["sub_question"], retrieved, settings, state.get("hop", 0)
+    )
+    kept = keep_relevant(
+        retrieved,
+        scores,
+        settings.tau_rel,
+        settings.max_kept,
+        settings.none_kept,
+        fused_with_retrieval(scores),
     )
     relevant_found = any(d["outcome"] for d in decisions)
     return {"kept": kept, "decisions": decisions, "relevant_found": relevant_found}

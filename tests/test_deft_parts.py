@@ -32,7 +32,7 @@ from nodes.direct import answer_directly, check_direct_answer
 from nodes.final import read_facts_and_passages
 from nodes.qa_table import update_qa_table
 from nodes.question import take_question
-from nodes.relevance import keep_for_fallback, keep_relevant
+from nodes.relevance import fused_with_retrieval, keep_for_fallback, keep_relevant
 from nodes.sub_question import (
     answer_in_place,
     clean_sub_question,
@@ -58,6 +58,24 @@ PASSAGES = [{"id": i, "title": f"T{i}", "text": "x"} for i in range(6)]
 )
 def test_keep_rules(scores: list[float], none_kept: int, expected: list[int]) -> None:
     kept = keep_relevant(PASSAGES, scores, tau=0.5, max_kept=5, none_kept=none_kept)
+    assert [p["id"] for p in kept] == expected
+
+
+@pytest.mark.parametrize(
+    ("scores", "expected"),
+    [
+        ([0.1, 0.9, 0.3, 0.2, 0.0, 0.0], [1, 0]),  # one passes: it, then retrieval's top
+        ([0.9, 0.8, 0.1, 0.1, 0.7, 0.6], [0, 1, 2, 4]),  # four pass: retrieval's 3rd displaces one
+        ([0.2, 0.1, 0.0, 0.0, 0.0, 0.3], [0, 5, 1, 2, 3]),  # none passes: five, fused
+    ],
+)
+def test_a_step_keeps_by_relevance_fused_with_retrieval_rank(
+    scores: list[float], expected: list[int]
+) -> None:
+    """How many comes from the keep rules; which, from DM_rel and retrieval rank fused."""
+    kept = keep_relevant(
+        PASSAGES, scores, tau=0.5, max_kept=5, none_kept=5, order=fused_with_retrieval(scores)
+    )
     assert [p["id"] for p in kept] == expected
 
 

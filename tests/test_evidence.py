@@ -42,6 +42,16 @@ class _KeywordDM:
         ]
 
 
+class _ScoredDM:
+    """DM_rel from a table of sentence scores (0 for the rest)."""
+
+    def __init__(self, scores: dict[str, float]) -> None:
+        self.scores = scores
+
+    def p_rel(self, question: str, passages: list[dict[str, Any]], **_: Any) -> list[float]:
+        return [self.scores.get(p["text"], 0.0) for p in passages]
+
+
 def _read(chosen: list[dict[str, Any]]) -> dict[int, str]:
     return {p["id"]: p["text"] for p in chosen}
 
@@ -58,18 +68,22 @@ def test_a_step_reads_its_best_sentences_within_the_budget() -> None:
 
 
 def test_the_budget_always_leaves_one_sentence() -> None:
-    chosen = select_sentences(_KeywordDM("brask"), _Index(), "Which river?", PASSAGES, budget=1)
+    passages = [PASSAGES[2], PASSAGES[0]]
+    chosen = select_sentences(_KeywordDM("brask"), _Index(), "Which river?", passages, budget=1)
     assert _read(chosen) == {3: "The Brask River is long."}
 
 
-class _ScoredDM:
-    """DM_rel from a table of sentence scores (0 for the rest)."""
-
-    def __init__(self, scores: dict[str, float]) -> None:
-        self.scores = scores
-
-    def p_rel(self, question: str, passages: list[dict[str, Any]], **_: Any) -> list[float]:
-        return [self.scores.get(p["text"], 0.0) for p in passages]
+def test_a_step_weighs_a_sentences_score_with_its_passages_rank() -> None:
+    """The passages come best first: the first passage's best sentence beats a better
+    one of the last passage, which comes next, before the first passage's other lines."""
+    dm = _ScoredDM({SENTENCES[1][2]: 0.5, SENTENCES[3][0]: 0.9})
+    assert _read(select_sentences(dm, _Index(), "q", PASSAGES, budget=6)) == {
+        1: "Bees are kept by her brother."
+    }
+    assert _read(select_sentences(dm, _Index(), "q", PASSAGES, budget=11)) == {
+        1: "Bees are kept by her brother.",
+        3: "The Brask River is long.",
+    }
 
 
 def test_a_final_read_takes_every_passages_best_sentence_first() -> None:

@@ -5,7 +5,9 @@ selection (RECOMP, EXIT), and every word not read is prompt time saved.
 Every sentence of the chosen passages is scored by DM_rel in one batch and taken best
 first until the word budget is spent. A final read (the whole question) first takes each
 passage's best sentence, so that a bridge passage ranked low still shows its best line;
-a sub-question, which one passage answers, takes sentences by score alone. A sentence
+a sub-question, which one passage answers, ranks its sentences by score fused with the
+rank of their passage (the passages come best first), since DM_rel alone misranks the
+sentences of model-written sub-questions. A sentence
 that opens with a pronoun brings the sentence before it, which names what it refers to.
 The budgets and both orders were chosen on archived reads (docs/decisions.md, "Reading
 sentences").
@@ -18,8 +20,10 @@ from typing import Any
 
 from app.index.corpus import excerpt
 from app.index.store import CorpusIndex
+from app.settings import STEP_FUSION_K
 from prompts import load_words
 from tools.decision import DecisionModel
+from tools.retriever import reciprocal_rank_fusion
 
 PRONOUN_OPENERS = load_words("pronoun_openers")
 
@@ -43,9 +47,9 @@ def select_sentences(
     *,
     every_passage: bool = False,
 ) -> list[dict[str, Any]]:
-    """The best sentences of `passages` for `question` within `budget` words (at least
-    one sentence), as excerpts in the passages' order; `every_passage`: each passage's
-    best sentence first."""
+    """The best sentences of `passages` (best first) for `question` within `budget` words
+    (at least one sentence), as excerpts in the passages' order; `every_passage`: each
+    passage's best sentence first, then by score."""
     split = [sentences_of(index, p) for p in passages]
     flat = [(i, pos, text) for i, texts in enumerate(split) for pos, text in enumerate(texts)]
     if not flat:
@@ -56,13 +60,16 @@ def select_sentences(
         stored=False,
     )
     ranked = sorted(range(len(flat)), key=lambda n: -scores[n])
-    order = ranked
     if every_passage:
         best_of_passage: dict[int, int] = {}
         for n in ranked:
             best_of_passage.setdefault(flat[n][0], n)
         firsts = set(best_of_passage.values())
         order = list(best_of_passage.values()) + [n for n in ranked if n not in firsts]
+    else:
+        in_passage_order = sorted(range(len(flat)), key=lambda n: (flat[n][0], -scores[n]))
+        fused = reciprocal_rank_fusion([ranked, in_passage_order], STEP_FUSION_K)
+        order = [n for n, _ in fused]
     chosen: dict[int, dict[int, str]] = {}
     words = 0
     for n in order:

@@ -252,6 +252,8 @@ def answer_one(
         "judged": judge_answer(judge, q, prediction, em),
         "coverage": chain_covered(fed_ids, q.gold_ids) if q.gold_ids else None,
         "passages_fed": fed_ids,
+        # what was read of the passages read in part (sentences), by passage id
+        "excerpts": {str(p["id"]): p["text"] for p in fed if "sentences" in p},
         "words_fed": sum(len(p["text"].split()) for p in fed),
         "llm_calls": int(cost["llm_calls"]),
         "input_tokens": int(cost["input_tokens"]),
