@@ -143,6 +143,10 @@ ONE_RELEVANT_KEPT = 2
 # retrieval's own order on MuSiQue and HotpotQA (docs/decisions.md, "Which passages a
 # step reads"). k=1 lets the top ranks of either order count most.
 STEP_FUSION_K = 1
+# A question DM_depth judged to need more than 2 hops is not answered from a QA table of
+# fewer rows than this: DM_suff says yes to MuSiQue's 2-row prefixes of 3- and 4-hop
+# chains (docs/decisions.md, "Deep questions stopping short").
+DEEP_MIN_ROWS = 3
 
 # Title links (`tools/title_links.py`): shorter titles ("US") match inside unrelated words.
 MIN_TITLE_CHARS = 4

@@ -1,8 +1,10 @@
 """Sufficiency check: DM_suff(Q, F_t) decides whether the QA table already answers Q.
 
-A date comparison ("who is older, A or B?") is the exception: the table suffices exactly
-when the rule of tools/comparison.py can compare it. The DM, shown "Who directed A? ...
-Where was <director> born?", often says yes to a table that holds one date of two."""
+Two rules come first. A date comparison ("who is older, A or B?") suffices exactly when
+the rule of tools/comparison.py can compare it: the DM, shown "Who directed A? ...
+Where was <director> born?", often says yes to a table that holds one date of two. And a
+question DM_depth judged deeper than 2 hops needs `DEEP_MIN_ROWS` rows: the DM says yes
+to the first two rows of longer chains."""
 
 from __future__ import annotations
 
@@ -10,11 +12,17 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from app.settings import Settings
+from app.settings import DEEP_MIN_ROWS, Settings
 from graph.state import DeftState
 from nodes.decisions import decide, timed
 from tools.comparison import RULE, compare_dates, is_date_comparison
 from tools.decision import DecisionModel
+
+
+def judged_deep(state: DeftState) -> bool:
+    """DM_depth judged the question to need more than 2 hops (the direct check's depth
+    decision; absent where it was not asked)."""
+    return any(d["kind"] == "depth" and not d["outcome"] for d in state.get("decisions") or [])
 
 
 def check_sufficiency(
@@ -29,6 +37,8 @@ def check_sufficiency(
     if is_date_comparison(question):  # sufficient exactly when the two dates are in
         p_yes, seconds = timed(lambda: float(compare_dates(question, table) is not None))
         backend = RULE
+    elif judged_deep(state) and len(table) < DEEP_MIN_ROWS:
+        p_yes, seconds, backend = 0.0, 0.0, RULE
     else:
         p_yes, seconds = timed(lambda: dm.p_suff(question, table))
         backend = dm.backend("suff")

@@ -317,3 +317,38 @@ def test_same_answer_questions(table: list[tuple[str, str, int]], answer: str | 
     decided = same_value(question, rows(*table))
     assert (decided or {}).get("answer") == answer
     assert same_value("Who directed Afrika, the film?", rows(*table)) is None
+
+
+class _SayYes:
+    """A DM whose sufficiency check always says yes, counting its calls."""
+
+    def __init__(self) -> None:
+        self.asked = 0
+
+    def backend(self, kind: str) -> str:
+        return "trained"
+
+    def p_suff(self, question: str, table: list[dict]) -> float:
+        self.asked += 1
+        return 0.99
+
+
+@pytest.mark.parametrize(("deep", "rows_needed"), [(True, 3), (False, 1)])
+def test_a_question_judged_deep_needs_three_rows(deep: bool, rows_needed: int) -> None:
+    """DM_depth said more than 2 hops: the first two rows do not suffice, whatever
+    DM_suff says; a shallow question's table goes to DM_suff from its first row."""
+    depth = {"kind": "depth", "outcome": not deep, "p_yes": 0.2 if deep else 0.8}
+    chain = [(f"Step {k}?", f"A{k}", k) for k in range(1, 4)]
+    for n in range(1, 4):
+        dm = _SayYes()
+        state = {
+            "question": "Where was the founder of the maker of X born?",
+            "qa_table": rows(*chain[:n]),
+            "sub_question": chain[n - 1][0],
+            "decisions": [depth],
+            "hop": n,
+        }
+        update = check_sufficiency(state, Runtime(), dm=dm)  # type: ignore[arg-type]
+        assert update["sufficient"] is (n >= rows_needed)
+        assert dm.asked == (n >= rows_needed)
+        assert update["decisions"][0]["backend"] == ("trained" if n >= rows_needed else "rule")
