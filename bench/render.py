@@ -59,6 +59,15 @@ DEFT_DM_ORDER = {
     "hotpotqa": "hotpotqa-deft-9e3d0d0",
 }
 
+# The last deft run of each benchmark whose sufficiency check took DM_suff's word for a
+# question judged deeper than 2 hops from its first row, archived when deft was rerun
+# with `DEEP_MIN_ROWS`.
+DEFT_FUSED = {
+    "musique": "musique-deft-c3484d8",
+    "2wikimultihopqa": "2wikimultihopqa-deft-c3484d8",
+    "hotpotqa": "hotpotqa-deft-c3484d8",
+}
+
 # The systems of the main table, in its order; any other run folder is a variant under test.
 SYSTEMS = ("closed_book", "vanilla", "iterative", "oracle", "chainrag", "deft")
 
@@ -703,14 +712,29 @@ def step_fusion() -> Section:
     rank, against DM_rel alone."""
     return _lever(
         "Which passages a step reads (issue 34)",
-        "The `deft` runs of the answering tables, whose steps choose passages and sentences "
-        "by DM_rel fused with retrieval rank (`STEP_FUSION_K`), against the last runs that "
-        "chose by DM_rel alone (`DEFT_DM_ORDER` in `bench/render.py`, under "
-        "`bench/results/archive/`). The replay that chose it: `bench.step_reads`.",
+        "The first `deft` runs whose steps chose passages and sentences by DM_rel fused "
+        "with retrieval rank (`STEP_FUSION_K`; `DEFT_FUSED` in `bench/render.py`), against "
+        "the last runs that chose by DM_rel alone (`DEFT_DM_ORDER`), both under "
+        "`bench/results/archive/`. The replay that chose it: `bench.step_reads`.",
         DEFT_DM_ORDER,
-        None,
+        DEFT_FUSED,
         "Fused step reads: words fed at most 390 on every benchmark, EM not lower anywhere "
         "(issue 34)",
+    )
+
+
+def deep_questions() -> Section:
+    """Issue 34: a question judged deeper than 2 hops needs three QA-table rows."""
+    return _lever(
+        "Deep questions stopping short (issue 34)",
+        "The `deft` runs of the answering tables, whose sufficiency check needs "
+        "`DEEP_MIN_ROWS` rows for a question DM_depth judged deeper than 2 hops, against the "
+        "last runs without that rule (`DEFT_FUSED` in `bench/render.py`, under "
+        "`bench/results/archive/`).",
+        DEFT_FUSED,
+        None,
+        "Deep questions need three rows: words fed at most 390 on every benchmark, EM not "
+        "lower anywhere (issue 34)",
     )
 
 
@@ -920,6 +944,7 @@ def main() -> None:
         answering(),
         sentence_reading(),
         step_fusion(),
+        deep_questions(),
         deft_errors(),
         decision_model(),
         serving(),
