@@ -715,7 +715,7 @@ def step_fusion() -> Section:
         "The first `deft` runs whose steps chose passages and sentences by DM_rel fused "
         "with retrieval rank (`STEP_FUSION_K`; `DEFT_FUSED` in `bench/render.py`), against "
         "the last runs that chose by DM_rel alone (`DEFT_DM_ORDER`), both under "
-        "`bench/results/archive/`. The replay that chose it: `bench.step_reads`.",
+        "`bench/results/archive/`. The replay that chose it: docs/decisions.md.",
         DEFT_DM_ORDER,
         DEFT_FUSED,
         "Fused step reads: words fed at most 390 on every benchmark, EM not lower anywhere "
