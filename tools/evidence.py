@@ -7,10 +7,10 @@ first until the word budget is spent. A final read (the whole question) first ta
 passage's best sentence, so that a bridge passage ranked low still shows its best line;
 a sub-question, which one passage answers, ranks its sentences by score fused with the
 rank of their passage (the passages come best first), since DM_rel alone misranks the
-sentences of model-written sub-questions. A sentence
-that opens with a pronoun brings the sentence before it, which names what it refers to.
-The budgets and both orders were chosen on archived reads (docs/decisions.md, "Reading
-sentences").
+sentences of model-written sub-questions. A sentence that opens with a pronoun brings
+the sentence before it, which names what it refers to. The budgets and orders were chosen
+on archived reads (docs/decisions.md, "Reading sentences", "Which passages a step
+reads").
 """
 
 from __future__ import annotations
