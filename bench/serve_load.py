@@ -9,7 +9,8 @@ sample corpus.
         [--concurrency 8] [--runs 16] [--label L]
 
 Reports throughput (finished runs per minute of wall time), latency percentiles per run
-(from request to final state) and how many answers contain the gold answer; writes
+(from request to final state), how many answers contain the gold answer, and each chat's
+question, answer and seconds; writes
 bench/results/serve_load-GRAPH-cN[-L].json.
 
 Scale-out (issue 36): the whole deployment on this machine, on loopback, each piece a
@@ -326,9 +327,17 @@ def main() -> None:
         done = list(pool.map(lambda qa: chat(args.url, args.graph, qa[0]), work))
     wall = time.perf_counter() - start
     latencies = [seconds for _, seconds in done]
-    correct = sum(
-        gold.lower() in answer.lower() for (_, gold), (answer, _) in zip(work, done, strict=True)
-    )
+    chats = [
+        {
+            "question": question,
+            "gold": gold,
+            "answer": answer,
+            "correct": gold.lower() in answer.lower(),
+            "seconds": round(seconds, 1),
+        }
+        for (question, gold), (answer, seconds) in zip(work, done, strict=True)
+    ]
+    correct = sum(c["correct"] for c in chats)
     report = {
         "graph": args.graph,
         "label": args.label,
@@ -338,6 +347,7 @@ def main() -> None:
         "runs_per_min": round(60 * args.runs / wall, 2),
         "latency_s": latency_summary(latencies),
         "correct": correct,
+        "chats": chats,
     }
     command = (
         f"python -m bench.serve_load --graph {args.graph} --concurrency {args.concurrency} "
