@@ -19,8 +19,8 @@ SQuAD-normalised, as whole words) went missing; the stages are checked from the 
 For `never_read` questions it says where the chain broke (`chain_breaks`), first that
 applies: `retrieved_not_read` (a gold passage it never read was retrieved for the question
 or a sub-question, and the relevance filter dropped it or none of its sentences was
-chosen), `named_not_retrieved` (a
-sub-question or an answer names a missing gold passage's title, and no search found it),
+chosen), `named_not_retrieved` (a sub-question or an answer names a missing gold
+passage's title, and no search found it),
 `first_hop_missed` (no gold passage read at all, none named) and `bridge_not_found`
 (the chain read a gold passage, then never named the next one: a wrong bridge entity or
 a sub-question that drifted).
@@ -87,7 +87,7 @@ def lost_at(record: dict[str, Any], table: list[dict[str, Any]], corpus: dict[in
     return "never_read"
 
 
-def chain_break(record: dict[str, Any], titles: dict[int, str]) -> str:
+def chain_break(record: dict[str, Any], corpus: dict[int, Any]) -> str:
     """Where a question that never read its answer broke its chain (see the module doc)."""
     missing = [pid for pid in record["gold_ids"] if pid not in set(record["passages_fed"])]
     retrieved = {
@@ -99,7 +99,7 @@ def chain_break(record: dict[str, Any], titles: dict[int, str]) -> str:
         f"{step.get('sub_question') or ''} {step.get('sub_answer') or ''}"
         for step in record["trace"]
     )
-    if any(holds(asked, [titles[pid]]) for pid in missing):
+    if any(holds(asked, [corpus[pid].title]) for pid in missing):
         return "named_not_retrieved"
     if len(missing) == len(record["gold_ids"]):
         return "first_hop_missed"
@@ -109,7 +109,6 @@ def chain_break(record: dict[str, Any], titles: dict[int, str]) -> str:
 def summarise(folder_name: str) -> dict[str, Any]:
     meta, records = load_run(find_run(folder_name))
     corpus = {p.id: p for p in load_corpus(Path(meta["data"]).with_name("corpus.json"))}
-    titles = {pid: p.title for pid, p in corpus.items()}
     wrong = [r for r in records if not r["em"]]
     stages: dict[str, Counter[str]] = {}
     breaks: Counter[str] = Counter()
@@ -119,7 +118,7 @@ def summarise(folder_name: str) -> dict[str, Any]:
         stage = lost_at(record, table, corpus)
         stages.setdefault(end, Counter())[stage] += 1
         if stage == "never_read" and any("question_passages" in s for s in record["trace"]):
-            breaks[chain_break(record, titles)] += 1
+            breaks[chain_break(record, corpus)] += 1
         if end == "answer_from_qa_table":
             stopped_short += len(table) < len(record["gold_ids"])
     total: Counter[str] = sum(stages.values(), Counter())

@@ -11,19 +11,13 @@ from app.settings import ONE_RELEVANT_KEPT, STEP_FUSION_K, Settings
 from graph.state import Decision, DeftState
 from nodes.decisions import decide, timed
 from tools.decision import DecisionModel
-from tools.retriever import reciprocal_rank_fusion
-
-
-def by_score(scores: Sequence[float]) -> list[int]:
-    """Positions, highest score first (ties: the earlier position)."""
-    return sorted(range(len(scores)), key=lambda i: (-scores[i], i))
+from tools.retriever import by_score, fused_with_scores
 
 
 def fused_with_retrieval(scores: Sequence[float]) -> list[int]:
     """Positions of a retrieval ranking, best first by RRF of retrieval rank and DM_rel
     rank (`STEP_FUSION_K`)."""
-    retrieval = list(range(len(scores)))
-    return [i for i, _ in reciprocal_rank_fusion([retrieval, by_score(scores)], STEP_FUSION_K)]
+    return fused_with_scores(range(len(scores)), scores, STEP_FUSION_K)
 
 
 def keep_relevant(

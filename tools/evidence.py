@@ -23,7 +23,7 @@ from app.index.store import CorpusIndex
 from app.settings import STEP_FUSION_K
 from prompts import load_words
 from tools.decision import DecisionModel
-from tools.retriever import reciprocal_rank_fusion
+from tools.retriever import by_score, fused_with_scores
 
 PRONOUN_OPENERS = load_words("pronoun_openers")
 
@@ -59,7 +59,7 @@ def select_sentences(
         [{"title": passages[i]["title"], "text": text} for i, _, text in flat],
         stored=False,
     )
-    ranked = sorted(range(len(flat)), key=lambda n: -scores[n])
+    ranked = by_score(scores)
     if every_passage:
         best_of_passage: dict[int, int] = {}
         for n in ranked:
@@ -68,8 +68,7 @@ def select_sentences(
         order = list(best_of_passage.values()) + [n for n in ranked if n not in firsts]
     else:
         in_passage_order = sorted(range(len(flat)), key=lambda n: (flat[n][0], -scores[n]))
-        fused = reciprocal_rank_fusion([ranked, in_passage_order], STEP_FUSION_K)
-        order = [n for n, _ in fused]
+        order = fused_with_scores(in_passage_order, scores, STEP_FUSION_K)
     chosen: dict[int, dict[int, str]] = {}
     words = 0
     for n in order:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -32,6 +33,17 @@ def reciprocal_rank_fusion(rankings: list[list[int]], k: int = RRF_K) -> list[tu
         for rank, pid in enumerate(ranking, start=1):
             scores[pid] = scores.get(pid, 0.0) + 1.0 / (k + rank)
     return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
+
+
+def by_score(scores: Sequence[float]) -> list[int]:
+    """Positions, highest score first (ties: the earlier position)."""
+    return sorted(range(len(scores)), key=lambda i: (-scores[i], i))
+
+
+def fused_with_scores(order: Sequence[int], scores: Sequence[float], k: int) -> list[int]:
+    """Positions ranked by RRF of `order` (positions, best first) and the order of
+    `scores` (ties: the earlier position)."""
+    return [i for i, _ in reciprocal_rank_fusion([list(order), by_score(scores)], k)]
 
 
 class _RetrieveArgs(BaseModel):
