@@ -13,6 +13,7 @@ from app.settings import Settings
 from graph.state import DeftState
 from nodes.answer import answered, clean_answer, read_passages
 from nodes.relevance import keep_for_fallback, score_relevance
+from nodes.sufficiency import asks_the_question
 from prompts import format_passages, format_qa_table, load_prompt, reply_form
 from tools.comparison import compare_dates, same_value
 from tools.decision import DecisionModel
@@ -50,7 +51,12 @@ def answer_from_rows(
 
 
 def answer_from_qa_table(state: DeftState, *, gateway: LLMGateway) -> dict[str, Any]:
-    return answer_from_rows(gateway, state["question"], state.get("qa_table") or [])
+    """LLM_fin, unless a row asked the question itself: its answer is the answer."""
+    table = state.get("qa_table") or []
+    itself = next((row for row in table if asks_the_question(row, state["question"])), None)
+    if itself:
+        return {**answered(itself["answer"]), "answer_passage_ids": itself["passage_ids"]}
+    return answer_from_rows(gateway, state["question"], table)
 
 
 def read_facts_and_passages(

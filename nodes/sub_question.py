@@ -1,13 +1,14 @@
 """Write the next self-contained sub-question (LLM_sub), one at a time.
 
 Sub-questions that got no answer are listed to the LLM as forbidden; a sub-question that
-repeats an earlier one (after normalisation), or rewords the whole question, is rejected
-and the LLM is asked once more, told why. A first sub-question that rewords the whole
-question is instead replaced by the first step of a whole decomposition (ChainRAG's plan
-prompt): told why, the small writer mostly rewords the question again. At later steps the
-plan is the last resort: when the second try fails too, the next planned step, with the
-table's answers put in for "#k", is asked instead. Without one the step is spent without
-a question and the graph moves on (the hop counter bounds every loop).
+repeats an earlier one (after normalisation), or rewords the whole question, is rejected.
+The next step of a whole decomposition (ChainRAG's plan prompt, made once per question on
+first need, with the table's answers put in for "#k") is asked instead; only where the
+plan has no askable step is the writer asked once more, told why. Told why, the small
+writer mostly rewords the question again, so a first sub-question that rewords the whole
+question, where the plan has no other first step either, is taken as a sign of a one-hop
+question, asked as it is. Without any askable sub-question the step is spent and the
+graph moves on (the hop counter bounds every loop).
 
 With `sub_questions = "plan"` the decomposition comes first: made at the first step, it
 gives each next sub-question, and the writer is asked only where no planned step can be.
@@ -43,6 +44,7 @@ _ANSWER_REFERENCE = re.compile(r"#(\d+)")
 STOP_WORDS = load_words("stop_words")  # spaCy's English list, without loading spaCy
 _WORD = re.compile(r"[\w'\u2019.-]*\w")
 _POSSESSIVE_END = re.compile(r"['\u2019]s$", re.IGNORECASE)
+NO_ASKABLE_STEP = "no askable step"  # the trace's reason for a planned step not asked
 
 
 _PRONOUN = r"\b(he|she|it|they|him|her|his|hers|its|their|theirs|them)\b"
@@ -258,26 +260,29 @@ def write_sub_question(
         forbidden=render_forbidden(state.get("unanswerable") or []),
     )
     sub_question = clean_sub_question(gateway.invoke(messages, max_tokens=SUB_QUESTION_TOKENS))
-    rejected = []
-    written_by = "writer"
     reason = rejection(sub_question, state)
-    if reason and (table or reason != hint("repeats_question")):
-        # One more try, told why (and, for a date comparison, what is still missing).
+    if not reason:
+        return next_step(state, sub_question, "writer", [], plan)
+    # The plan's next step first: made once per question, it costs no call once made.
+    rejected = [{"sub_question": sub_question, "reason": reason}]
+    plan, position, planned = planned_step(plan, state, gateway=gateway, examples=examples)
+    if planned:
+        return next_step(state, planned, "decomposition", rejected, plan, position)
+    rejected += [{"sub_question": q, "reason": NO_ASKABLE_STEP} for q in plan]
+    if not table and reason == hint("repeats_question"):
+        # Neither the writer nor the decomposition found a smaller first step: a
+        # one-hop question is its own sub-question.
+        return next_step(state, state["question"], "the question itself", rejected, plan)
+    # One more try, told why (and, for a date comparison, what is still missing).
+    missing = missing_dates(state["question"], table)
+    told = hint("still_unknown", reason=reason, missing=missing) if missing else reason
+    retry = [*messages, AIMessage(sub_question), HumanMessage(told)]
+    sub_question = clean_sub_question(gateway.invoke(retry, max_tokens=SUB_QUESTION_TOKENS))
+    reason = rejection(sub_question, state)
+    if reason:
         rejected.append({"sub_question": sub_question, "reason": reason})
-        missing = missing_dates(state["question"], table)
-        told = hint("still_unknown", reason=reason, missing=missing) if missing else reason
-        retry = [*messages, AIMessage(sub_question), HumanMessage(told)]
-        sub_question = clean_sub_question(gateway.invoke(retry, max_tokens=SUB_QUESTION_TOKENS))
-        written_by = "writer, told why"
-        reason = rejection(sub_question, state)
-    if reason:  # the plan's next step instead (planned once per question)
-        rejected.append({"sub_question": sub_question, "reason": reason})
-        plan, position, sub_question = planned_step(plan, state, gateway=gateway, examples=examples)
-        written_by = "decomposition"
-        if not sub_question:
-            rejected += [{"sub_question": q, "reason": "no askable step"} for q in plan]
-        return next_step(state, sub_question, written_by, rejected, plan, position)
-    return next_step(state, sub_question, written_by, rejected, plan)
+        return next_step(state, "", "", rejected, plan)
+    return next_step(state, sub_question, "writer, told why", rejected, plan)
 
 
 def next_step(

@@ -1,10 +1,12 @@
 """Sufficiency check: DM_suff(Q, F_t) decides whether the QA table already answers Q.
 
-Two rules come first. A date comparison ("who is older, A or B?") suffices exactly when
-the rule of tools/comparison.py can compare it: the DM, shown "Who directed A? ...
-Where was <director> born?", often says yes to a table that holds one date of two. And a
-question DM_depth judged deeper than 2 hops needs `DEEP_MIN_ROWS` rows: the DM says yes
-to the first two rows of longer chains."""
+Three rules come first. A row that asks the question itself (a one-hop question, asked
+as it is: nodes/sub_question.py) answers it; the DM, trained on chains of two or more
+hops, says no to any one-row table. A date comparison ("who is older, A or B?") suffices
+exactly when the rule of tools/comparison.py can compare it: the DM, shown "Who directed
+A? ... Where was <director> born?", often says yes to a table that holds one date of two.
+And a question DM_depth judged deeper than 2 hops needs `DEEP_MIN_ROWS` rows: the DM says
+yes to the first two rows of longer chains."""
 
 from __future__ import annotations
 
@@ -25,6 +27,11 @@ def judged_deep(state: DeftState) -> bool:
     return any(d["kind"] == "depth" and not d["outcome"] for d in state.get("decisions") or [])
 
 
+def asks_the_question(row: dict[str, Any], question: str) -> bool:
+    """The row's sub-question is the question itself."""
+    return row["sub_question"] == question
+
+
 def check_sufficiency(
     state: DeftState, runtime: Runtime[Settings], *, dm: DecisionModel
 ) -> dict[str, Any]:
@@ -34,7 +41,9 @@ def check_sufficiency(
         return {"sufficient": False}  # F_t == F_{t-1}: the last judgement still holds
     settings = Settings.of(runtime)
     question = state["question"]
-    if is_date_comparison(question):  # sufficient exactly when the two dates are in
+    if asks_the_question(table[-1], question):
+        p_yes, seconds, backend = 1.0, 0.0, RULE
+    elif is_date_comparison(question):  # sufficient exactly when the two dates are in
         p_yes, seconds = timed(lambda: float(compare_dates(question, table) is not None))
         backend = RULE
     elif judged_deep(state) and len(table) < DEEP_MIN_ROWS:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from stubs import NoExamples, Runtime, ScriptedWriter
 
-from nodes.final import answer_from_rows, fallback_answer
+from nodes.final import answer_from_qa_table, answer_from_rows, fallback_answer
 from nodes.sub_question import write_sub_question
 from nodes.sufficiency import check_sufficiency
 from tools.comparison import (
@@ -279,7 +279,10 @@ def test_what_a_date_comparison_still_lacks() -> None:
 def test_the_writer_is_told_what_a_comparison_lacks_when_it_repeats_itself() -> None:
     question = "Which film has the director born later, South American George or Getting In?"
     table = rows(("Who directed Getting In?", "Doug Liman", 3))
-    writer = ScriptedWriter("Who directed Getting In?", "When was Doug Liman born?")
+    # The writer repeats a step; the plan has nothing further; told why, it asks on.
+    writer = ScriptedWriter(
+        "Who directed Getting In?", "1. Who directed Getting In?", "When was Doug Liman born?"
+    )
     update = write_sub_question(
         {"question": question, "qa_table": table, "hop": 1},  # type: ignore[arg-type]
         Runtime(),  # type: ignore[arg-type]
@@ -352,3 +355,23 @@ def test_a_question_judged_deep_needs_three_rows(deep: bool, rows_needed: int) -
         assert update["sufficient"] is (n >= rows_needed)
         assert dm.asked == (n >= rows_needed)
         assert update["decisions"][0]["backend"] == ("trained" if n >= rows_needed else "rule")
+
+
+def test_a_row_that_asks_the_question_itself_answers_it() -> None:
+    """A one-hop question asked as its own sub-question: sufficient by rule (DM_suff,
+    trained on longer chains, says no to one row) and answered without LLM_fin."""
+    question = "Where did Marisol Quenby study?"
+    table = rows((question, "Tavistrom College", 10))
+    state = {"question": question, "qa_table": table, "sub_question": question, "hop": 1}
+    dm = _SayYes()
+    update = check_sufficiency(state, Runtime(), dm=dm)  # type: ignore[arg-type]
+    assert update["sufficient"] and update["decisions"][0]["backend"] == "rule"
+    assert dm.asked == 0
+    final = answer_from_qa_table(state, gateway=ScriptedWriter())  # type: ignore[arg-type]
+    assert final["answer"] == "Tavistrom College" and final["answer_passage_ids"] == [10]
+    # Another question's one row still goes to the DM and to LLM_fin.
+    other = {**state, "question": "Who founded the college where Marisol Quenby studied?"}
+    check_sufficiency(other, Runtime(), dm=dm)  # type: ignore[arg-type]
+    assert dm.asked == 1
+    llm_fin = ScriptedWriter("Augustin Reyvald")
+    assert answer_from_qa_table(other, gateway=llm_fin)["answer"] == "Augustin Reyvald"  # type: ignore[arg-type]

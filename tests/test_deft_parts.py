@@ -527,26 +527,34 @@ def test_the_trace_shows_which_sub_questions_were_refused_and_why() -> None:
     assert [r["sub_question"] for r in planned["rejected"]] == [whole]
     assert "whole question" in planned["rejected"][0]["reason"]
     # A plan step that needs an earlier answer ("#1", "that person") cannot come first.
+    # With no other first step either, the question is taken to be one hop: it is asked.
     plan = "1. Who was that person's father?\n2. Who was #1's father?"
-    unaskable = write({"question": question, "hop": 0}, whole, plan)
-    assert unaskable["sub_question"] == "" and len(unaskable["rejected"]) == 3
-    # Later steps retry the writer, told why.
+    one_hop = write({"question": question, "hop": 0}, whole, plan)
+    assert one_hop["sub_question"] == question and len(one_hop["rejected"]) == 3
+    assert one_hop["written_by"] == "the question itself"
+    # A first try refused for another reason is retried, told why.
+    retried_first = write({"question": question, "hop": 0}, "", plan, father)
+    assert retried_first["sub_question"] == father
+    assert retried_first["written_by"] == "writer, told why"
+    # Later steps take the plan's next step, with the answer put in for "#1", before
+    # another writer call; the plan is made once and kept for the later steps.
     row = {"sub_question": "Who is the son of Adud al-Dawla?", "answer": "Fakhr al-Dawla"}
     later = {"question": question, "hop": 1, "qa_table": [row]}
-    retried = write(later, whole, father)
-    assert retried["sub_question"] == father and retried["written_by"] == "writer, told why"
-    # When the retry fails too, the plan's next step is asked, with the answer put in
-    # for "#1"; the plan is made once and kept for the later steps.
     plan = "1. Who is the son of Adud al-Dawla?\n2. Who is the father of #1?"
-    planned_later = write(later, whole, whole, plan)
+    planned_later = write(later, whole, plan)
     assert planned_later["sub_question"] == father
-    assert planned_later["written_by"] == "decomposition" and len(planned_later["rejected"]) == 2
+    assert planned_later["written_by"] == "decomposition" and len(planned_later["rejected"]) == 1
     assert planned_later["plan"] == ["Who is the son of Adud al-Dawla?", "Who is the father of #1?"]
+    # With the plan spent, the writer is asked once more, told why (no plan call again).
     answered = {"sub_question": father, "answer": "Buyid"}
     kept_plan = {**later, "qa_table": [row, answered], "plan": planned_later["plan"]}
-    gave_up = write(kept_plan, whole, whole)  # no third call: the plan is not made again
+    dynasty = "Which dynasty did Fakhr al-Dawla belong to?"
+    told = write(kept_plan, whole, dynasty)
+    assert told["sub_question"] == dynasty and told["written_by"] == "writer, told why"
+    gave_up = write(kept_plan, whole, whole)
     assert gave_up["sub_question"] == "" and gave_up["written_by"] == ""
-    assert [r["reason"] for r in gave_up["rejected"][2:]] == ["no askable step"] * 2
+    reasons = [r["reason"] for r in gave_up["rejected"]]
+    assert reasons[1:3] == ["no askable step"] * 2 and "whole question" in reasons[3]
     # Plan first: the decomposition, made at the first step, gives each next step with no
     # writer call; the writer is asked only where no planned step can be.
     plan = f"1. {whole}\n2. Who is the son of Adud al-Dawla?\n3. Who is the father of #2?"
