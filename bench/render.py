@@ -68,6 +68,15 @@ DEFT_FUSED = {
     "hotpotqa": "hotpotqa-deft-c3484d8",
 }
 
+# The last deft run of each benchmark whose writer, its sub-question refused, was asked
+# again before the plan's next step, and whose one-hop questions went to the fallback,
+# archived when deft was rerun taking the plan's step first.
+DEFT_DEEP = {
+    "musique": "musique-deft-1e8ec98",
+    "2wikimultihopqa": "2wikimultihopqa-deft-1e8ec98",
+    "hotpotqa": "hotpotqa-deft-1e8ec98",
+}
+
 # The systems of the main table, in its order; any other run folder is a variant under test.
 SYSTEMS = ("closed_book", "vanilla", "iterative", "oracle", "chainrag", "deft")
 
@@ -732,9 +741,25 @@ def deep_questions() -> Section:
         "last runs without that rule (`DEFT_FUSED` in `bench/render.py`, under "
         "`bench/results/archive/`).",
         DEFT_FUSED,
-        None,
+        DEFT_DEEP,
         "Deep questions need three rows: words fed at most 390 on every benchmark, EM not "
         "lower anywhere (issue 34)",
+    )
+
+
+def planned_steps() -> Section:
+    """Issue 34: a refused sub-question takes the plan's next step before a told-why retry,
+    and a one-hop question is asked as it is."""
+    return _lever(
+        "A refused sub-question takes the plan's next step (issue 34)",
+        "The `deft` runs of the answering tables, whose writer, its sub-question refused, "
+        "takes the decomposition's next step before it is asked again, and whose one-hop "
+        "questions are asked as they are, against the last runs that asked the writer again "
+        "first (`DEFT_DEEP` in `bench/render.py`, under `bench/results/archive/`).",
+        DEFT_DEEP,
+        None,
+        "Planned step before a retry: words fed at most 390 on every benchmark, EM not lower "
+        "anywhere (issue 34)",
     )
 
 
@@ -945,6 +970,7 @@ def main() -> None:
         sentence_reading(),
         step_fusion(),
         deep_questions(),
+        planned_steps(),
         deft_errors(),
         decision_model(),
         serving(),
