@@ -379,9 +379,9 @@ class Settings:
         default="write",
         metadata={
             "description": "'write': the writer writes each sub-question from the QA table, "
-            "a refused one replaced by a decomposition's next step; 'plan': one decomposition, made at the first "
-            "step, gives each next sub-question (answers put in for #k), the writer only "
-            "where no planned step can be asked."
+            "a refused one replaced by a decomposition's next step; 'plan': one "
+            "decomposition, made at the first step, gives each next sub-question (answers "
+            "put in for #k), the writer only where no planned step can be asked."
         },
     )
     trained_dm: bool = field(
