@@ -378,8 +378,8 @@ class Settings:
     sub_questions: SubQuestionMode = field(
         default="write",
         metadata={
-            "description": "'write': the writer writes each sub-question from the QA table, "
-            "a refused one replaced by a decomposition's next step; 'plan': one "
+            "description": "'write': the writer writes each sub-question from the QA table "
+            "until one is refused, then a decomposition's steps come first; 'plan': the "
             "decomposition, made at the first step, gives each next sub-question (answers "
             "put in for #k), the writer only where no planned step can be asked."
         },

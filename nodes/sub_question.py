@@ -3,15 +3,18 @@
 Sub-questions that got no answer are listed to the LLM as forbidden; a sub-question that
 repeats an earlier one (after normalisation), or rewords the whole question, is rejected.
 The next step of a whole decomposition (ChainRAG's plan prompt, made once per question on
-first need, with the table's answers put in for "#k") is asked instead; only where the
-plan has no askable step is the writer asked once more, told why. Told why, the small
-writer mostly rewords the question again, so a first sub-question that rewords the whole
-question, where the plan has no other first step either, is taken as a sign of a one-hop
-question, asked as it is. Without any askable sub-question the step is spent and the
-graph moves on (the hop counter bounds every loop).
+first need, with the table's answers put in for "#k") is asked instead, and from then on
+each next askable step of that plan is asked before the writer is called again: a
+planned step costs no call (docs/decisions.md, "Plan steps before the writer"). Only
+where the plan has no askable step is the writer asked, and after a refusal once more,
+told why. Told why, the small writer mostly rewords the question again, so a first
+sub-question that rewords the whole question, where the plan has no other first step
+either, is taken as a sign of a one-hop question, asked as it is. Without any askable
+sub-question the step is spent and the graph moves on (the hop counter bounds every
+loop).
 
-With `sub_questions = "plan"` the decomposition comes first: made at the first step, it
-gives each next sub-question, and the writer is asked only where no planned step can be.
+With `sub_questions = "plan"` the decomposition is made at the first step, before any
+writer call, and gives each next sub-question the same way.
 """
 
 from __future__ import annotations
@@ -248,7 +251,7 @@ def write_sub_question(
     state: DeftState, runtime: Runtime[Settings], *, gateway: LLMGateway, examples: ExampleBank
 ) -> dict[str, Any]:
     plan = state.get("plan") or []
-    if Settings.of(runtime).sub_questions == "plan":
+    if plan or Settings.of(runtime).sub_questions == "plan":
         plan, position, planned = planned_step(plan, state, gateway=gateway, examples=examples)
         if planned:
             return next_step(state, planned, "decomposition", [], plan, position)

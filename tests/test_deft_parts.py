@@ -545,6 +545,10 @@ def test_the_trace_shows_which_sub_questions_were_refused_and_why() -> None:
     assert planned_later["sub_question"] == father
     assert planned_later["written_by"] == "decomposition" and len(planned_later["rejected"]) == 1
     assert planned_later["plan"] == ["Who is the son of Adud al-Dawla?", "Who is the father of #1?"]
+    # Once made, the plan's next askable step comes before any writer call (none scripted).
+    kept = write({**later, "plan": planned_later["plan"]})
+    assert kept["sub_question"] == father and kept["written_by"] == "decomposition"
+    assert kept["rejected"] == [] and kept["plan_step"] == 2
     # With the plan spent, the writer is asked once more, told why (no plan call again).
     answered = {"sub_question": father, "answer": "Buyid"}
     kept_plan = {**later, "qa_table": [row, answered], "plan": planned_later["plan"]}
