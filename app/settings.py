@@ -371,8 +371,7 @@ class Settings:
     graph_expansion: bool = field(
         default=True,
         metadata={
-            "description": "Expand along the sentence graph when a step finds nothing relevant "
-            "or no answer."
+            "description": "Expand along the sentence graph when a step finds nothing relevant."
         },
     )
     sub_questions: SubQuestionMode = field(

@@ -60,19 +60,6 @@ def route_after_filter(
     return "expand_from_graph" if can_expand(state, runtime, graph_available) else "select_evidence"
 
 
-def route_after_answer(
-    state: DeftState, runtime: Runtime[Settings], *, graph_available: bool
-) -> Literal["expand_from_graph", "update_qa_table"]:
-    """The answer came back unknown: walk the sentence graph once (when there is one)."""
-    return "expand_from_graph" if can_expand(state, runtime, graph_available) else "update_qa_table"
-
-
-def route_after_expansion(state: DeftState) -> Literal["select_evidence", "update_qa_table"]:
-    """Read when nothing was read yet in this step, or when the walk found something new."""
-    found = (state.get("expansion") or {}).get("kept_passage_ids")
-    return "select_evidence" if found or not state.get("sub_answer") else "update_qa_table"
-
-
 def route_after_sufficiency(
     state: DeftState, runtime: Runtime[Settings]
 ) -> Literal["answer_from_qa_table", "write_sub_question", "fallback_answer"]:
@@ -138,18 +125,14 @@ def build_deft(resources: Resources, checkpointer: Any = None) -> CompiledStateG
     graph = resources.sentence_graph
     if graph is not None:
         builder.add_node("expand_from_graph", partial(expand_from_graph, graph=graph, dm=dm))
-        builder.add_conditional_edges("expand_from_graph", route_after_expansion)
+        builder.add_edge("expand_from_graph", "select_evidence")
     builder.add_conditional_edges(
         "filter_relevant",
         partial(route_after_filter, graph_available=graph is not None),
         ["expand_from_graph", "select_evidence"] if graph is not None else ["select_evidence"],
     )
     builder.add_edge("select_evidence", "answer_sub_question")
-    builder.add_conditional_edges(
-        "answer_sub_question",
-        partial(route_after_answer, graph_available=graph is not None),
-        ["expand_from_graph", "update_qa_table"] if graph is not None else ["update_qa_table"],
-    )
+    builder.add_edge("answer_sub_question", "update_qa_table")
     builder.add_edge("update_qa_table", "check_sufficiency")
     builder.add_conditional_edges("check_sufficiency", route_after_sufficiency)
     builder.add_conditional_edges("answer_from_qa_table", route_after_final_answer)

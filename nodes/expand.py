@@ -1,10 +1,11 @@
-"""Sentence-graph expansion inside a DeFT step (docs/method.md section 3): when no retrieved passage
-passes the relevance threshold, or the answer comes back unknown, walk the sentence graph
-from the sub-question's seed sentences. The first case expands before the step reads, so
-the reader reads once; the second lets it try once more. Only reached passages that the
-DM judges relevant replace what the step keeps: when none is, the step reads (or has
-read) its top retrieved passages. The rule that triggered it and what was found go into
-the state and the stream.
+"""Sentence-graph expansion inside a DeFT step (docs/method.md section 3): when no retrieved
+passage passes the relevance threshold, walk the sentence graph from the sub-question's
+seed sentences before the step reads, so the reader reads once. Only reached passages
+that the DM judges relevant replace what the step keeps: when none is, the step reads its
+top retrieved passages. An answer that comes back unknown does not walk again: a second
+read found an answer for few such steps and cost a call each (docs/decisions.md, "An
+unknown answer"). The rule that triggered it and what was found go into the state and
+the stream.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ from langgraph.runtime import Runtime
 
 from app.settings import Settings
 from graph.state import DeftState
-from nodes.answer import is_unknown
 from nodes.relevance import judge_relevance
 from tools.decision import DecisionModel
 from tools.sentence_graph import GraphSentence, SentenceGraph
@@ -28,14 +28,9 @@ from tools.sentence_graph import GraphSentence, SentenceGraph
 
 def expansion_reason(state: DeftState) -> str:
     """Why this step should expand ('' when it should not)."""
-    if state.get("expansion"):
-        return ""  # once per step
-    answer = state.get("sub_answer") or ""
-    if not answer and not state.get("relevant_found"):
-        return "no retrieved passage passed the relevance threshold"
-    if answer and is_unknown(answer):
-        return "the answer came back unknown"
-    return ""
+    if state.get("expansion") or state.get("relevant_found"):
+        return ""
+    return "no retrieved passage passed the relevance threshold"
 
 
 def as_passages(sentences: Sequence[GraphSentence | dict[str, Any]]) -> list[dict[str, Any]]:

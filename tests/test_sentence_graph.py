@@ -22,7 +22,7 @@ from app.index.graph_build import (
 from app.index.indexing import build_index
 from app.index.store import CorpusIndex
 from app.settings import Settings
-from graph.deft import route_after_answer, route_after_expansion, route_after_filter
+from graph.deft import route_after_filter
 from nodes.expand import expand_from_graph
 from tests.conftest import assert_user_error, run_cli
 from tools.decision import DecisionModel
@@ -96,14 +96,14 @@ def test_tools_find_the_bridge_sentence(
     assert names == {"seed_sentences", "expand_from_seeds", "entities", "sentences_with"}
 
 
-@pytest.mark.e2e  # indexes four corpora: half a minute
+@pytest.mark.e2e  # indexes four corpora: a quarter of a minute
 def test_awkward_corpora_build_smaller_graphs(
     settings: Settings, tmp_path: Path, embedder, ner
 ) -> None:
     corpus = [
         {"title": "numbers", "text": "one two three four five six seven."},  # no entities
         {"title": "single", "text": "A lone sentence without a name"},
-        {"title": "long", "text": " ".join(["The river runs on and on."] * 8000)},  # ~50k words
+        {"title": "long", "text": " ".join(["The river runs on and on."] * 2000)},  # ~12k words
         {"title": "другой", "text": "Москва — столица России. 東京は日本の首都です。"},
     ]
     path = tmp_path / "awkward.json"
@@ -146,10 +146,6 @@ def test_deft_expands_when_a_step_finds_nothing(
     assert route_after_filter(nothing, off, graph_available=True) == "select_evidence"
     relevant = {**base, "relevant_found": True, "sub_answer": ""}
     assert route_after_filter(relevant, runtime, graph_available=True) == "select_evidence"
-    fine = {**base, "relevant_found": True, "sub_answer": "Ulden River"}
-    assert route_after_answer(fine, runtime, graph_available=True) == "update_qa_table"
-    unknown = {**base, "relevant_found": True, "sub_answer": "unknown"}
-    assert route_after_answer(unknown, runtime, graph_available=True) == "expand_from_graph"
 
     top_retrieved = [{"id": -1, "title": "Elsewhere", "text": "Nothing about rivers."}]
     update = expand_from_graph(
@@ -160,16 +156,10 @@ def test_deft_expands_when_a_step_finds_nothing(
     assert expansion["seeds"] and expansion["reached_passage_ids"]
     assert update["kept"] and any("Ulden River" in p["text"] for p in update["kept"])
     assert all(d["kind"] == "rel" for d in update["decisions"])
-    again = {**nothing, **update}
-    assert route_after_expansion(again) == "select_evidence"  # the first read
-    read = {**again, "sub_answer": "unknown"}
-    assert route_after_answer(read, runtime, graph_available=True) == "update_qa_table"  # once
 
-    # An expansion that reaches nothing relevant leaves the step's passages alone, and
-    # after an unknown answer it does not read the same passages again.
-    elsewhere = {**unknown, "sub_question": "Which opera did Zq Vbn compose in 1820?"}
+    # An expansion that reaches nothing relevant leaves the step's passages alone.
+    elsewhere = {**nothing, "sub_question": "Which opera did Zq Vbn compose in 1820?"}
     update = expand_from_graph(
         {**elsewhere, "kept": top_retrieved}, runtime, graph=graph, dm=graph.dm
     )
     assert "kept" not in update
-    assert route_after_expansion({**elsewhere, **update}) == "update_qa_table"
