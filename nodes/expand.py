@@ -27,10 +27,11 @@ from tools.sentence_graph import GraphSentence, SentenceGraph
 
 
 def expansion_reason(state: DeftState) -> str:
-    """Why this step should expand ('' when it should not)."""
-    if state.get("expansion") or state.get("relevant_found"):
-        return ""
-    return "no retrieved passage passed the relevance threshold"
+    """Why this step should expand ('' when it should not). Asked once a step, after its
+    relevance filter: nothing loops back to the filter within a step."""
+    return (
+        "" if state.get("relevant_found") else "no retrieved passage passed the relevance threshold"
+    )
 
 
 def as_passages(sentences: Sequence[GraphSentence | dict[str, Any]]) -> list[dict[str, Any]]:
