@@ -943,6 +943,7 @@ def serve_load() -> Section:
         "through `langgraph_sdk`, against one `hoprag serve` (`server`: its engine). Correct: "
         "the answer contains the gold answer.",
         *([_table([*head, "measured", "machine", "command"], rows)] if rows else []),
+        *(f"`{r['label']}`: {r['notes']}" for r in runs if r.get("notes")),
         *_scale_out_parts(scaled),
         _targets(standing),
     )
