@@ -129,6 +129,7 @@ class DeftState(TurnState, total=False):
     answer: str
     answer_passage_ids: list[int]
     comparison: dict[str, Any] | None  # a comparison decided by rule from the table
+    fallback_question: str  # Q with the table's answers in place: what the fallback reads for
 
 
 class ChainStep(TypedDict):

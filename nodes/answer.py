@@ -6,10 +6,10 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from app.eval.metrics import normalize_answer
 from app.llm.gateway import LLMGateway
 from graph.state import DeftState, ReadState
 from prompts import format_passages, load_prompt, reply_form
+from tools.qa_cache import question_words
 
 UNKNOWN = "unknown"
 _PREFIX = re.compile(r"^(final answer|answer|a)\s*[:\-]\s*", re.IGNORECASE)
@@ -37,9 +37,11 @@ def is_unknown(answer: str) -> bool:
 
 def echoes_question(question: str, answer: str) -> bool:
     """An answer that only repeats a name from its own question ("In which town is Brisk
-    Hollow?" -> "Brisk Hollow") adds nothing. Choice questions ("A or B?") are exempt:
-    there the answer is one of the names by design."""
-    norm_answer, norm_question = normalize_answer(answer), normalize_answer(question)
+    Hollow?" -> "Brisk Hollow"; "Who was Arnold Schwarzenegger's wife?" -> "Arnold
+    Schwarzenegger") adds nothing. Choice questions ("A or B?") are exempt: there the
+    answer is one of the names by design."""
+    norm_answer = " ".join(question_words(answer))
+    norm_question = " ".join(question_words(question))
     if not norm_answer or " or " in f" {norm_question} ":
         return False
     return f" {norm_answer} " in f" {norm_question} "

@@ -13,9 +13,10 @@ from app.settings import Settings
 from graph.state import DeftState
 from nodes.answer import answered, clean_answer, read_passages
 from nodes.relevance import keep_for_fallback, score_relevance
+from nodes.sub_question import with_answers_in_place
 from nodes.sufficiency import asks_the_question
 from prompts import format_passages, format_qa_table, load_prompt, reply_form
-from tools.comparison import compare_dates, same_value
+from tools.comparison import compare_dates, option_reached, same_value
 from tools.decision import DecisionModel
 from tools.evidence import select_sentences
 from tools.retriever import Retriever
@@ -47,7 +48,15 @@ def answer_from_rows(
         qa_table=format_qa_table(rows), question=question
     )
     support = sorted({pid for row in rows for pid in row["passage_ids"]})
-    return {**answered(clean_answer(gateway.invoke(messages))), "answer_passage_ids": support}
+    answer = as_option(question, rows, clean_answer(gateway.invoke(messages)))
+    return {**answered(answer), "answer_passage_ids": support}
+
+
+def as_option(question: str, rows: Sequence[dict[str, Any]], answer: str) -> str:
+    """A "which one, A or B?" answer as the option it stands for: the small reader
+    often names the compared person ("István Szabó") for the film the question asks
+    about (`option_reached`)."""
+    return option_reached(question, rows, answer) or answer
 
 
 def answer_from_qa_table(state: DeftState, *, gateway: LLMGateway) -> dict[str, Any]:
@@ -90,30 +99,37 @@ def fallback_answer(
     """After T steps, or when the writer has nothing new to ask: retrieve 2w passages for
     Q, keep the retrieval top_k plus the lower-ranked ones DM_rel passes, and answer Q in
     one call from their best sentences, with the QA table's rows; a date comparison the
-    rows decide needs no reading at all."""
+    rows decide needs no reading at all. Q is searched and read with the descriptions the
+    table resolved put in place ("What institute did Mel Gibson attend?" for "... the
+    actor playing the voice of John Smith in Pocahontas ..."): the small reader otherwise
+    answers with the bridge, and the search finds the passages about the description."""
     table = state.get("qa_table") or []
     decided = decide_comparison(state["question"], table)
     if decided:
         return decided
     settings = Settings.of(runtime)
-    passages = [p.as_dict() for p in retriever.retrieve(state["question"], settings.fallback_k)]
+    question = with_answers_in_place(state["question"], table)
+    passages = [p.as_dict() for p in retriever.retrieve(question, settings.fallback_k)]
     scores, decisions = score_relevance(
-        dm, state["question"], passages, settings, state.get("hop", 0), whole_question=True
+        dm, question, passages, settings, state.get("hop", 0), whole_question=True
     )
     kept = select_sentences(
         dm,
         index,
-        state["question"],
+        question,
         keep_for_fallback(
             passages, scores, settings.tau_rel, settings.top_k, settings.fallback_extra
         ),
         settings.final_read_words,
         every_passage=True,
     )
-    answer = read_facts_and_passages(gateway, state["question"], table, kept)
+    answer = as_option(
+        state["question"], table, read_facts_and_passages(gateway, question, table, kept)
+    )
     support = {pid for row in table for pid in row["passage_ids"]} | {p["id"] for p in kept}
     return {
         **answered(answer),
+        "fallback_question": question,
         "passages": kept,
         "decisions": decisions,
         "answer_passage_ids": sorted(support),

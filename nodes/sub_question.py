@@ -20,6 +20,7 @@ writer call, and gives each next sub-question the same way.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, HumanMessage
@@ -35,7 +36,7 @@ from app.settings import (
     WRITER_EXAMPLES,
     Settings,
 )
-from graph.state import DeftState
+from graph.state import DeftState, QARow
 from prompts import load_lines, load_prompt, load_words
 from tools.comparison import asks_for_date, is_date, missing_dates
 from tools.examples import ExampleBank, render_steps
@@ -52,7 +53,8 @@ NO_ASKABLE_STEP = "no askable step"  # the trace's reason for a planned step not
 
 _PRONOUN = r"\b(he|she|it|they|him|her|his|hers|its|their|theirs|them)\b"
 _POINTER = (
-    r"\b(this|that|these|those|the same|said)\s+(author|writer|person|man|woman|"
+    r"\b(this|these|those)\s+(?!is\b|was\b|are\b|were\b)(?-i:[a-z]+)\b"  # "this area"
+    r"|\b(that|the same|said)\s+(author|writer|person|man|woman|"
     r"city|town|country|company|film|movie|band|album|book|novel|song|team|place|"
     r"university|college|school|river|state|show|series|director|singer|actor|"
     r"actress|player|artist|group|organization|organisation|entity|one)\b"
@@ -196,6 +198,16 @@ def answer_in_place(question: str, sub_question: str, answer: str) -> str:
     return question[: words[start].start()] + replacement + question[words[end - 1].end() :]
 
 
+def with_answers_in_place(question: str, table: Sequence[QARow]) -> str:
+    """The question with each row's description replaced by its answer, in table order
+    (`answer_in_place`): what is left to find. A date is no entity to ask on about, so
+    its row is left out ("Were A and 1900 in the same year?" is no question)."""
+    for row in table:
+        if not is_date(row["answer"]):
+            question = answer_in_place(question, row["sub_question"], row["answer"])
+    return question
+
+
 def rejection(sub_question: str, state: DeftState) -> str:
     """Why a sub-question may not be asked (empty: it may). The whole question, reworded,
     is no sub-question; neither is one asked before (answered or not)."""
@@ -209,9 +221,7 @@ def rejection(sub_question: str, state: DeftState) -> str:
         if normalise_question(row["sub_question"]) == asked:
             # Small writers copy the last step; the question with what the table found
             # put in place points them onwards.
-            reduced = state["question"]
-            for known in table:
-                reduced = answer_in_place(reduced, known["sub_question"], known["answer"])
+            reduced = with_answers_in_place(state["question"], table)
             if reduced != state["question"]:
                 return hint("answered_in_place", answer=row["answer"], reduced=reduced)
             return hint("answered", answer=row["answer"])

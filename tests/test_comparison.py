@@ -17,6 +17,7 @@ from tools.comparison import (
     comparison_options,
     is_date,
     missing_dates,
+    option_reached,
     parse_date,
     same_value,
 )
@@ -159,6 +160,26 @@ def test_undecided_comparisons_are_left_to_the_llm(
     assert compare_dates(question, rows(*table)) is None
 
 
+def test_a_choice_answered_with_a_link_of_one_chain_is_that_option() -> None:
+    question = "Which film has the director born first, The Inside Man or Dog's Heart?"
+    table = rows(*BRIDGE)
+    assert option_reached(question, table, "Alberto Lattuada") == "Dog's Heart"
+    assert option_reached(question, table, "1934") == "The Inside Man"
+    assert option_reached(question, table, "Dog's Heart") is None  # already an option
+    assert option_reached(question, table, "Federico Fellini") is None  # reached by neither
+    assert option_reached("Who directed Dog's Heart?", table, "Alberto Lattuada") is None
+    update = answer_from_rows(_Replying("Tom Clegg"), question, rows(*BRIDGE[:3]))
+    assert update["answer"] == "The Inside Man"
+
+
+class _Replying:
+    def __init__(self, reply: str) -> None:
+        self.reply = reply
+
+    def invoke(self, messages: object, max_tokens: int | None = None) -> str:
+        return self.reply
+
+
 class _NoLLM:
     def invoke(self, messages: object, max_tokens: int | None = None) -> str:
         raise AssertionError("a comparison the table decides needs no LLM call")
@@ -227,6 +248,35 @@ def test_the_fallback_reads_the_rows_it_has_when_they_decide_nothing() -> None:
     )
     assert "Who is the spouse of Anne Gust Brown? Jerry Brown" in gateway.seen
     assert update["answer"] == "Pat Brown" and update["answer_passage_ids"] == [7]
+
+
+class _QueryRecorder:
+    def __init__(self) -> None:
+        self.queries: list[str] = []
+
+    def retrieve(self, query: str, k: int) -> list:
+        self.queries.append(query)
+        return []
+
+
+def test_the_fallback_searches_and_reads_the_question_with_the_answers_in_place() -> None:
+    gateway, retriever = _Recorder(), _QueryRecorder()
+    state = {
+        "question": "What film features Anil Devgan's sibling?",
+        "qa_table": rows(("Who is Anil Devgan's sibling?", "Ajay Devgan", 7)),
+        "hop": 6,
+    }
+    update = fallback_answer(
+        state,  # type: ignore[arg-type]
+        Runtime(),  # type: ignore[arg-type]
+        retriever=retriever,  # type: ignore[arg-type]
+        dm=DecisionModel(gateway=None, embedder=None, calibration=OFF),  # type: ignore[arg-type]
+        gateway=gateway,  # type: ignore[arg-type]
+        index=None,  # type: ignore[arg-type]
+    )
+    assert retriever.queries == ["What film features Ajay Devgan?"]
+    assert "Question: What film features Ajay Devgan?" in gateway.seen
+    assert update["fallback_question"] == "What film features Ajay Devgan?"
 
 
 def test_a_date_comparison_is_sufficient_exactly_when_the_rule_can_compare() -> None:

@@ -38,6 +38,7 @@ from nodes.sub_question import (
     clean_sub_question,
     has_back_reference,
     rejection,
+    with_answers_in_place,
     write_sub_question,
 )
 from tools.decision import Calibration, DecisionModel
@@ -120,12 +121,16 @@ def test_back_references() -> None:
         "Who founded this company?",
         "When did the band release its first album?",
         "What river flows through that city?",
+        "What football club plays in this area?",
+        "What is the natural boundary between these two countries?",
     ]:
         assert has_back_reference(q), q
     for q in [
         "Who founded Velloway Ironworks?",
         "Where was Odile Farrengast born?",
         "Which city is the capital of Italy?",
+        "Who sang These Arms of Mine?",
+        "What was the population of the city in the same county as Allen?",
     ]:
         assert not has_back_reference(q), q
 
@@ -493,6 +498,10 @@ def test_an_answered_description_is_put_in_the_question_in_its_place() -> None:
     assert answer_in_place(grandfather, "Who is the father of Fakhr al-Dawla?", "X") == grandfather
     winner = "When was the 1894-95 FA Cup winner founded?"
     assert answer_in_place(winner, "Who won the 1894-95 FA Cup?", "Aston Villa") == winner
+    # A date is no entity to ask on about.
+    same_year = "Were The Bomb and Rolling Papers released in the same year?"
+    dated = [{"sub_question": "When was Rolling Papers released?", "answer": "1900"}]
+    assert with_answers_in_place(same_year, dated) == same_year  # type: ignore[arg-type]
     # The writer that repeats an answered step is shown the question so reduced.
     state = {
         "question": "Who married the actor from Terminator?",
@@ -581,6 +590,7 @@ def test_the_trace_shows_which_sub_questions_were_refused_and_why() -> None:
 
 def test_an_answer_that_repeats_its_question_is_no_answer() -> None:
     assert echoes_question("In which town is Brisk Hollow?", "Brisk Hollow")
+    assert echoes_question("Who was Arnold Schwarzenegger's wife?", "Arnold Schwarzenegger")
     assert not echoes_question("Which river flows through Brisk Hollow?", "Ulden River")
     assert not echoes_question("Who was born first, Ann Lee or Bo Ray?", "Ann Lee")
     state = {"sub_question": "In which town is Brisk Hollow?", "sub_answer": "Brisk Hollow."}

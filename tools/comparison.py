@@ -242,6 +242,38 @@ def _chain(
     return _Chain(dates, list(dict.fromkeys([*ends, *(name for name, _ in frontier)])))
 
 
+def _answers_reached(option: str, rows: Sequence[dict[str, Any]]) -> set[str]:
+    """The answers of the rows that name the option and of those that follow on from
+    their answers, at most COMPARISON_CHAIN_HOPS rows deep, normalised."""
+    reached: set[str] = set()
+    frontier = [option]
+    for _ in range(COMPARISON_CHAIN_HOPS):
+        frontier = [
+            row["answer"]
+            for name in frontier
+            for row in rows
+            if _mentions(row["sub_question"], name)
+            and normalize_answer(row["answer"]) not in reached
+        ]
+        reached |= {normalize_answer(name) for name in frontier}
+    return reached
+
+
+def option_reached(question: str, rows: Sequence[dict[str, Any]], answer: str) -> str | None:
+    """The option a "which one, A or B?" question means when its answer names neither:
+    the one whose chain of rows reached that answer ("Which film has the director born
+    first, A or B?" answered with B's director), where exactly one did; else None."""
+    parsed = comparison_options(question)
+    norm = normalize_answer(answer)
+    if parsed is None or not norm or norm in {"yes", "no"}:
+        return None
+    options = parsed[1]
+    if any(_mentions(answer, option) or _mentions(option, answer) for option in options):
+        return None
+    reaching = [option for option in options if norm in _answers_reached(option, rows)]
+    return reaching[0] if len(reaching) == 1 else None
+
+
 def compare_dates(question: str, rows: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
     """The option a date-comparison question asks for, from the QA table alone, with the
     dates and rows that decide it; None when the rule cannot decide."""

@@ -295,6 +295,7 @@ def _print_step(node: str, update: Any, err: bool = True) -> None:
             "sub_question",
             "rewritten_from",
             "sub_answer",
+            "fallback_question",
             "answer",
             "direct",
             "sufficient",
