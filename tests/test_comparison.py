@@ -217,8 +217,14 @@ def test_the_comparison_is_a_langchain_tool() -> None:
 OFF = Calibration(backends=dict.fromkeys(("rel", "direct", "depth", "suff", "same"), "off"))
 
 
-class _NoPassages:
+class _QueryRecorder:
+    """A retriever that finds nothing and records what it was asked."""
+
+    def __init__(self) -> None:
+        self.queries: list[str] = []
+
     def retrieve(self, query: str, k: int) -> list:
+        self.queries.append(query)
         return []
 
 
@@ -231,6 +237,18 @@ class _Recorder:
         return "Pat Brown"
 
 
+def _fallback(state: dict, gateway: _Recorder, retriever: _QueryRecorder) -> dict:
+    """The fallback with every decision off and no index (nothing retrieved is read)."""
+    return fallback_answer(
+        state,  # type: ignore[arg-type]
+        Runtime(),  # type: ignore[arg-type]
+        retriever=retriever,  # type: ignore[arg-type]
+        dm=DecisionModel(gateway=None, embedder=None, calibration=OFF),  # type: ignore[arg-type]
+        gateway=gateway,  # type: ignore[arg-type]
+        index=None,  # type: ignore[arg-type]
+    )
+
+
 def test_the_fallback_reads_the_rows_it_has_when_they_decide_nothing() -> None:
     gateway = _Recorder()
     state = {
@@ -238,25 +256,9 @@ def test_the_fallback_reads_the_rows_it_has_when_they_decide_nothing() -> None:
         "qa_table": rows(("Who is the spouse of Anne Gust Brown?", "Jerry Brown", 7)),
         "hop": 2,
     }
-    update = fallback_answer(
-        state,  # type: ignore[arg-type]
-        Runtime(),  # type: ignore[arg-type]
-        retriever=_NoPassages(),  # type: ignore[arg-type]
-        dm=DecisionModel(gateway=None, embedder=None, calibration=OFF),  # type: ignore[arg-type]
-        gateway=gateway,  # type: ignore[arg-type]
-        index=None,  # type: ignore[arg-type]
-    )
+    update = _fallback(state, gateway, _QueryRecorder())
     assert "Who is the spouse of Anne Gust Brown? Jerry Brown" in gateway.seen
     assert update["answer"] == "Pat Brown" and update["answer_passage_ids"] == [7]
-
-
-class _QueryRecorder:
-    def __init__(self) -> None:
-        self.queries: list[str] = []
-
-    def retrieve(self, query: str, k: int) -> list:
-        self.queries.append(query)
-        return []
 
 
 def test_the_fallback_searches_and_reads_the_question_with_the_answers_in_place() -> None:
@@ -266,14 +268,7 @@ def test_the_fallback_searches_and_reads_the_question_with_the_answers_in_place(
         "qa_table": rows(("Who is Anil Devgan's sibling?", "Ajay Devgan", 7)),
         "hop": 6,
     }
-    update = fallback_answer(
-        state,  # type: ignore[arg-type]
-        Runtime(),  # type: ignore[arg-type]
-        retriever=retriever,  # type: ignore[arg-type]
-        dm=DecisionModel(gateway=None, embedder=None, calibration=OFF),  # type: ignore[arg-type]
-        gateway=gateway,  # type: ignore[arg-type]
-        index=None,  # type: ignore[arg-type]
-    )
+    update = _fallback(state, gateway, retriever)
     assert retriever.queries == ["What film features Ajay Devgan?"]
     assert "Question: What film features Ajay Devgan?" in gateway.seen
     assert update["fallback_question"] == "What film features Ajay Devgan?"

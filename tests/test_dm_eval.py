@@ -71,3 +71,22 @@ def test_the_trained_dm_takes_a_kind_only_where_it_ranks_well_and_better() -> No
     assert dm_eval.trained_kinds(report) == ["rel", "suff", "depth"]
     report["same"] = row(1.0, 0.99, paired=1.0)  # better on the same examples: trained
     assert dm_eval.trained_kinds(report) == ["rel", "same", "suff", "depth"]
+
+
+def test_evaluating_some_kinds_keeps_the_rest_of_the_earlier_report() -> None:
+    def row(auc: float) -> dict:
+        return {"trained": {"auc": auc}, "zero_shot": {"auc": 0.5}}
+
+    earlier = {
+        "rel": row(0.96),
+        "same": row(0.99),
+        "use_for": ["rel", "same"],
+        "date": "2026-11-01",
+        "command": "hoprag dm eval",
+    }
+    report, use_for = dm_eval.merged(
+        earlier, {"sent": row(0.85), "same": row(0.6)}, ["sent", "same"], ["rel", "same"]
+    )
+    assert report["rel"] == earlier["rel"] and report["same"] == row(0.6)
+    assert report["command"] == ["hoprag dm eval"] and "date" not in report
+    assert use_for == ["rel", "sent"]  # same re-evaluated and lost; rel kept as it was

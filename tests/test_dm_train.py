@@ -46,6 +46,8 @@ def _examples() -> list[DMExample]:
             "suff", "Q?", "- Who directed X? Y\n- Where was Y born? Z", 1, "gold-chain", "t", "a"
         ),
         DMExample("depth", "Who directed Raise Your Voice?", "", 1, "gold-hops", "t", "a"),
+        DMExample("sent", q, PASSAGES[1], 1, "answer-sentence", "t", "a"),
+        DMExample("sent", q, PASSAGES[2], 0, "retrieved-negative", "t", "a"),
         DMExample(
             "depth",
             "When did the capital of the birthplace of X's director fall?",

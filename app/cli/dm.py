@@ -20,7 +20,7 @@ from app.checks import check_benchmarks
 from app.cli.common import load_settings
 from app.dm.data import build as build_examples
 from app.dm.data import passage_text, read_jsonl
-from app.dm.eval import evaluate, trained_kinds
+from app.dm.eval import EVAL_KINDS, evaluate, merged
 from app.dm.features import DM_DIR
 from app.errors import UserError
 from app.settings import Settings
@@ -104,8 +104,8 @@ def dm_train(
         str | None,
         typer.Option(
             "--adapter",
-            help="Train only this adapter (main: rel, suff, depth; same), keep the others "
-            "and recalibrate all.",
+            help="Train only this adapter (main: rel, suff, depth; same; sent) and keep the "
+            "others; main recalibrates all, same and sent only their own kind.",
         ),
     ] = None,
     benchmarks: Annotated[
@@ -173,9 +173,22 @@ def dm_eval(
         Path | None,
         typer.Option("--dm", help="The trained DM folder (default: the shipped app/data/dm)."),
     ] = None,
+    kinds: Annotated[
+        str,
+        typer.Option(
+            help="Comma-separated kinds to evaluate; the others keep their report and "
+            "whether the trained DM serves them."
+        ),
+    ] = ",".join(EVAL_KINDS),
 ) -> None:
     """AUC, accuracy, ECE and reliability diagrams on dev: trained DM vs zero-shot; the
     trained DM then serves each kind where its AUC is at least the zero-shot one."""
+    asked = [k.strip() for k in kinds.split(",") if k.strip()]
+    if not asked or set(asked) - set(EVAL_KINDS):
+        raise UserError(
+            f"--kinds {kinds!r} names no decision kind or an unknown one",
+            hint=f"choose among: {', '.join(EVAL_KINDS)}",
+        )
     # lazy: chromadb, langchain, onnxruntime
     from app.encoders.embeddings import Embedder
     from app.llm.gateway import LLMGateway
@@ -208,18 +221,26 @@ def dm_eval(
             llm_per_kind,
             thresholds,
             max_per_kind,
+            asked,
         )
     finally:
         gateway.close()
-    use_for = trained_kinds(report)
     meta = json.loads((folder / "dm.json").read_text())
+    earlier = (
+        json.loads((out / "dm_eval.json").read_text())
+        if set(asked) != set(EVAL_KINDS) and (out / "dm_eval.json").is_file()
+        else {}
+    )
+    report, use_for = merged(earlier, report, asked, meta.get("use_for", []))
     (folder / "dm.json").write_text(json.dumps({**meta, "use_for": use_for}, indent=2) + "\n")
     report["use_for"] = use_for
     report["date"] = datetime.now(UTC).isoformat(timespec="seconds")
-    report["command"] = (
+    command = (
         f"hoprag dm eval --data {data} --llm-per-kind {llm_per_kind} --max-per-kind {max_per_kind}"
         + (f" --dm {dm}" if dm else "")
+        + (f" --kinds {','.join(asked)}" if set(asked) != set(EVAL_KINDS) else "")
     )
+    report["command"] = [*report.get("command", []), command] if earlier else command
     report["trained_dm"] = {k: meta.get(k) for k in ("version", "recipe", "device")}
     (out / "dm_eval.json").write_text(json.dumps(report, indent=2) + "\n")
     typer.echo(json.dumps(report, indent=2))

@@ -19,6 +19,7 @@ ECE_BINS = 10
 # one time in three does harm where the zero-shot model abstains (`direct` is "off"
 # zero-shot, and a weak `direct` would stop graph expansion and the step loop early).
 MIN_TRAINED_AUC = 0.8
+EVAL_KINDS = ("rel", "direct", "depth", "suff", "same", "sent")
 
 
 def auc(scores: Sequence[float], labels: Sequence[int]) -> float | None:
@@ -73,6 +74,22 @@ def trained_kinds(report: dict[str, Any]) -> list[str]:
     return [
         kind for kind, r in report.items() if isinstance(r, dict) and "trained" in r and serves(r)
     ]
+
+
+def merged(
+    earlier: dict[str, Any], report: dict[str, Any], asked: Sequence[str], served: Sequence[str]
+) -> tuple[dict[str, Any], list[str]]:
+    """An evaluation of some kinds (`asked`) joined to an `earlier` report of all: the
+    report with the kinds not asked as they were (its commands kept as a list), and the
+    kinds the trained DM serves: those it `served` before that were not asked, plus the
+    asked ones it now wins."""
+    kept = {k: v for k, v in earlier.items() if k not in asked and k not in ("use_for", "date")}
+    if "command" in kept and not isinstance(kept["command"], list):
+        kept["command"] = [kept["command"]]
+    use_for = [k for k in served if k not in asked] + trained_kinds(
+        {k: v for k, v in report.items() if k in asked}
+    )
+    return {**kept, **report}, use_for
 
 
 def kind_report(
@@ -154,14 +171,15 @@ def evaluate(
     llm_per_kind: int,
     thresholds: dict[str, float],
     max_per_kind: int | None = None,
+    kinds: Sequence[str] = EVAL_KINDS,
 ) -> dict[str, Any]:
-    """Score dev examples with the trained DM (a seeded sample of `max_per_kind` per kind,
-    all when None) and the zero-shot backend (`llm_per_kind` of those where it calls the
-    chat model, which takes seconds per call; all of them where it is cheap). Writes one
-    reliability PNG per kind."""
-    rng = random.Random(13)
+    """Score dev examples of `kinds` with the trained DM (a seeded sample of
+    `max_per_kind` per kind, all when None) and the zero-shot backend (`llm_per_kind` of
+    those where it calls the chat model, which takes seconds per call; all of them where
+    it is cheap). Writes one reliability PNG per kind."""
     report: dict[str, Any] = {}
-    for kind in ("rel", "direct", "depth", "suff", "same"):
+    for kind in kinds:
+        rng = random.Random(f"13 {kind}")  # each kind's sample whichever kinds are asked
         rows = [e for e in dev if e.kind == kind]
         if not rows:
             continue
@@ -188,13 +206,16 @@ def evaluate(
                     if is_question_rel(e):
                         batch, at = question_batch(e, contexts, passages)
                         trained_p[i] = trained.p_question_rel(e.text_a, batch)[at]
-        backend = zero_shot.backend(kind)
+        # a sentence's alternative is the passage adapter's judgement of it
+        backend = "rel adapter" if kind == "sent" else zero_shot.backend(kind)
         picked = list(range(len(rows)))
         if backend == "llm" and len(rows) > llm_per_kind:
             picked = rng.sample(picked, llm_per_kind)
         sample = [rows[i] for i in picked]
         if backend == "off":
             zero_p = [0.0] * len(sample)
+        elif kind == "sent":
+            zero_p = trained.p("rel", [(e.text_a, e.text_b) for e in sample])
         elif kind == "direct":
             zero_p = [
                 zero_shot.p_direct(
@@ -238,6 +259,7 @@ def evaluate(
             kind,
             out_dir / f"reliability_{kind}.png",
         )
-    rel_rows = [e for e in dev if e.kind == "rel"]
-    report["rel_latency_ms"] = rel_latency_ms(trained, rel_rows, batches=20)
+    if "rel" in kinds:
+        rel_rows = [e for e in dev if e.kind == "rel"]
+        report["rel_latency_ms"] = rel_latency_ms(trained, rel_rows, batches=20)
     return report

