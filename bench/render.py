@@ -510,9 +510,7 @@ def decision_model() -> Section:
     r = json.loads(DM_EVAL_REPORT.read_text())
     targets = {"rel": 0.95, "direct": 0.90, "suff": 0.90, "same": 0.95}
     rows, missed = [], []
-    for kind in ("rel", "direct", "depth", "suff", "same", "sent"):
-        if kind not in r:
-            continue
+    for kind in ("rel", "direct", "depth", "suff", "same"):
         t, paired, zero = r[kind]["trained"], r[kind]["trained_paired"], r[kind]["zero_shot"]
         ok = t["auc"] >= targets.get(kind, 0) and t["ece"] <= 0.05
         missed += [] if ok else [kind]
@@ -530,12 +528,12 @@ def decision_model() -> Section:
     by_query = r["rel"].get("by_query", {})
     commands = r["command"] if isinstance(r["command"], list) else [r["command"]]
     parts: list[str | list[str]] = [
-        f"Measured on {machine()} with "
+        f"Measured {r['date'][:10]}{'' if len(commands) == 1 else ' (the last command)'} "
+        f"on {machine()} with "
         + ", then ".join(f"`.venv/bin/{c}`" for c in commands)
-        + f" (last {r['date'][:10]}): the trained DM as served (int8 ONNX) on a seeded sample "
+        + ": the trained DM as served (int8 ONNX) on a seeded sample "
         "of at most 1,500 dev examples per kind; the zero-shot backend on a few dozen of "
-        "them, against the trained DM on the same ones. `sent` (sentences for a step's "
-        "reader) is compared with the passage adapter scoring the same sentences.",
+        "them, against the trained DM on the same ones.",
         _table(
             ["kind", "n", "AUC", "ECE", "AUC target", "met", "zero-shot AUC against trained"], rows
         ),
@@ -551,7 +549,7 @@ def decision_model() -> Section:
         ),
         " ".join(
             f"![{kind}](dm_eval/reliability_{kind}.png)"
-            for kind in targets | {"depth": 0, "sent": 0}
+            for kind in targets | {"depth": 0}
             if (DM_EVAL_REPORT.parent / f"reliability_{kind}.png").is_file()
         ),
     ]

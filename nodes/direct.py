@@ -83,7 +83,7 @@ def answer_directly(
         state["question"],
         relevant + [passages[j] for j in linked_from(texts, chosen, DIRECT_LINKED_READ)],
         settings.final_read_words,
-        whole_question=True,
+        every_passage=True,
     )
     answer = read_passages(gateway, state["question"], kept)
     return {

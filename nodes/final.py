@@ -121,7 +121,7 @@ def fallback_answer(
             passages, scores, settings.tau_rel, settings.top_k, settings.fallback_extra
         ),
         settings.final_read_words,
-        whole_question=True,
+        every_passage=True,
     )
     answer = as_option(
         state["question"], table, read_facts_and_passages(gateway, question, table, kept)

@@ -669,12 +669,12 @@ class _JudgesRelevance(_SaysDirect):
     """Relevance to the whole question: only the first hop's passage is relevant."""
 
     def __init__(self) -> None:
-        self.judged: list[str] = []  # what each call judged
+        self.whole_question: list[bool] = []  # per call
 
     def p_rel(
         self, question: str, passages: list, stored: bool = True, whole_question: bool = False
     ) -> list[float]:
-        self.judged.append("whole question" if whole_question else "sentences")
+        self.whole_question.append(whole_question)
         return [0.9 if p["title"] == "Tavistrom College" else 0.1 for p in passages]
 
 
@@ -706,7 +706,7 @@ def test_the_direct_answer_reads_the_passages_a_relevant_one_names() -> None:
         index=_OneSentencePassages(),  # type: ignore[arg-type]
     )
     # judged against the question, with the batch's links; then its sentences are chosen
-    assert dm.judged == ["whole question", "sentences"]
+    assert dm.whole_question == [True, False]
     # one passes: the top 2 (keep rules), then the town the college's text names; the
     # river, named only by the town's passage, is two links away
     assert update["answer_passage_ids"] == [1, 2, 3]

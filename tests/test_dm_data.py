@@ -22,7 +22,6 @@ from app.dm.data import (
     relation_answers,
     relation_subjects,
     same_examples,
-    sent_examples,
     suff_examples,
     suff_near_misses,
 )
@@ -251,75 +250,3 @@ def test_calibration_split_is_stable_and_about_fifteen_percent() -> None:
     share = sum(map(is_calibration, ids)) / len(ids)
     assert 0.12 < share < 0.18
     assert [is_calibration(i) for i in ids[:50]] == [is_calibration(i) for i in ids[:50]]
-
-
-SENTENCES = {
-    3: [
-        "Raise Your Voice is a 2004 film.",
-        "It was directed by Sean McNamara.",
-        "Hilary Duff stars.",
-    ],
-    4: ["Sean McNamara is a director.", "He was born in Burbank, California."],
-    9: ["Burbank is a city.", "It lies in Los Angeles County.", "It has studios."],
-}
-TITLES = {3: "Raise Your Voice", 4: "Sean McNamara", 9: "Burbank"}
-
-
-class _SentenceIndex:
-    """Passages 3, 4 (gold) and 9 (a distractor), stored as sentences."""
-
-    def passages(self, ids: list[int]) -> list[Any]:
-        return [SimpleNamespace(id=i, title=TITLES[i]) for i in ids]
-
-    def sentences_of(self, passage_id: int) -> list[str]:
-        return SENTENCES[passage_id]
-
-
-class _Finds:
-    def __init__(self, ids: list[int]) -> None:
-        self.ids = ids
-
-    def retrieve(self, query: str, k: int) -> list[Any]:
-        return [SimpleNamespace(id=i, title=TITLES[i]) for i in self.ids[:k]]
-
-
-def test_sent_labels_the_sentence_that_states_each_steps_answer() -> None:
-    examples = list(sent_examples(CHAIN, _Finds([3, 9, 4]), _SentenceIndex(), 10))
-    assert {e.kind for e in examples} == {"sent"}
-    labelled = {(e.text_a, e.text_b, e.label, e.how) for e in examples}
-    first, second = (q for q, _, _ in CHAIN.steps)
-    assert (
-        first,
-        "Raise Your Voice: It was directed by Sean McNamara.",
-        1,
-        "answer-sentence",
-    ) in labelled
-    assert (first, "Raise Your Voice: Hilary Duff stars.", 0, "same-passage") in labelled
-    # Burbank's own passage names Burbank: a distractor's line stating the answer is no negative
-    assert (second, "Burbank: Burbank is a city.", 0, "retrieved-negative") not in labelled
-    assert (second, "Burbank: It lies in Los Angeles County.", 0, "retrieved-negative") in labelled
-    assert (
-        second,
-        "Sean McNamara: He was born in Burbank, California.",
-        1,
-        "answer-sentence",
-    ) in labelled
-    assert sum(e.label for e in examples) == 2
-
-
-def test_sent_uses_the_question_and_its_answers_where_there_are_no_steps() -> None:
-    bare = Item(
-        "q2",
-        "hotpotqa",
-        "Where was the director of Raise Your Voice born?",
-        [3, 4],
-        2,
-        [],
-        [],
-        answers=["Burbank, California", "Burbank"],
-    )
-    examples = list(sent_examples(bare, _Finds([]), _SentenceIndex(), 10))
-    assert [(e.text_b, e.label) for e in examples] == [
-        ("Sean McNamara: He was born in Burbank, California.", 1),
-        ("Sean McNamara: Sean McNamara is a director.", 0),
-    ]

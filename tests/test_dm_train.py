@@ -46,8 +46,6 @@ def _examples() -> list[DMExample]:
             "suff", "Q?", "- Who directed X? Y\n- Where was Y born? Z", 1, "gold-chain", "t", "a"
         ),
         DMExample("depth", "Who directed Raise Your Voice?", "", 1, "gold-hops", "t", "a"),
-        DMExample("sent", q, PASSAGES[1], 1, "answer-sentence", "t", "a"),
-        DMExample("sent", q, PASSAGES[2], 0, "retrieved-negative", "t", "a"),
         DMExample(
             "depth",
             "When did the capital of the birthplace of X's director fall?",
@@ -259,6 +257,8 @@ def test_one_adapter_retrains_alone_and_the_others_are_kept(
 ) -> None:
     folder = tmp_path / "dm"
     shutil.copytree(trained[0], folder)
+    served = {**json.loads((folder / "dm.json").read_text()), "use_for": ["rel", "same"]}
+    (folder / "dm.json").write_text(json.dumps(served))  # as `hoprag dm eval` leaves it
     main_weights = (folder / "adapter_model.safetensors").read_bytes()
     data = tmp_path / "data"
     write_jsonl(data / "calib.jsonl", _examples())
@@ -269,6 +269,13 @@ def test_one_adapter_retrains_alone_and_the_others_are_kept(
     assert (folder / "adapter_model.safetensors").read_bytes() == main_weights
     assert meta["adapters"]["same"]["train_examples"] == 2 * len(same_rows)
     assert meta["adapters"]["main"] == trained[1]["adapters"]["main"]
+    # what the main adapter feeds is kept as fitted, and so is what the DM serves
+    for fitted in ("direct", "direct_gathered", "question_rel", "depth_model"):
+        assert meta[fitted] == trained[1][fitted]
+    assert {k: v for k, v in meta["platt"].items() if k != "same"} == {
+        k: v for k, v in trained[1]["platt"].items() if k != "same"
+    }
+    assert meta["use_for"] == ["rel", "same"]
     assert TrainedDM.load(folder, runtime_dir) is not None
     with pytest.raises(UserError, match="no DM adapter called 'nli'"):
         train.train(data, folder, runtime_dir, passages, only="nli")

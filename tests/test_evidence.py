@@ -28,13 +28,13 @@ class _Index:
 
 
 class _KeywordDM:
-    """Sentence relevance as the share of a fixed set of words a sentence holds."""
+    """DM_rel as the share of a fixed set of words a sentence holds."""
 
     def __init__(self, *words: str) -> None:
         self.words = {w.lower() for w in words}
         self.batches: list[int] = []
 
-    def p_sentences(self, question: str, passages: list[dict[str, Any]]) -> list[float]:
+    def p_rel(self, question: str, passages: list[dict[str, Any]], **_: Any) -> list[float]:
         self.batches.append(len(passages))
         return [
             len(self.words & set(p["text"].lower().strip(".").split())) / len(self.words)
@@ -43,16 +43,13 @@ class _KeywordDM:
 
 
 class _ScoredDM:
-    """Sentence relevance from a table of scores (0 for the rest)."""
+    """DM_rel from a table of sentence scores (0 for the rest)."""
 
     def __init__(self, scores: dict[str, float]) -> None:
         self.scores = scores
 
-    def p_sentences(self, question: str, passages: list[dict[str, Any]]) -> list[float]:
-        return [self.scores.get(p["text"], 0.0) for p in passages]
-
     def p_rel(self, question: str, passages: list[dict[str, Any]], **_: Any) -> list[float]:
-        return self.p_sentences(question, passages)
+        return [self.scores.get(p["text"], 0.0) for p in passages]
 
 
 def _read(chosen: list[dict[str, Any]]) -> dict[int, str]:
@@ -99,7 +96,7 @@ def test_a_final_read_takes_every_passages_best_sentence_first() -> None:
         }
     )
     alone = select_sentences(dm, _Index(), "q", PASSAGES, budget=17)
-    spread = select_sentences(dm, _Index(), "q", PASSAGES, budget=17, whole_question=True)
+    spread = select_sentences(dm, _Index(), "q", PASSAGES, budget=17, every_passage=True)
     assert set(_read(alone)) == {1, 2}  # by score: passage 3's line never makes the cut
     assert set(_read(spread)) == {1, 2, 3}
     assert _read(spread)[3] == "The Brask River is long."
@@ -136,27 +133,3 @@ def test_excerpts_of_one_passage_merge_by_sentence() -> None:
     # a whole passage read covers every excerpt of it, before or after
     assert merge_passages(merged, PASSAGES[:1]) == PASSAGES[:1]
     assert merge_passages(PASSAGES[:1], first) == PASSAGES[:1]
-
-
-class _TwoScorers:
-    """Passage relevance likes the first sentence of each passage, the sentence adapter
-    the last."""
-
-    def p_rel(self, question: str, passages: list[dict[str, Any]], **_: Any) -> list[float]:
-        return [0.9 if p["text"] in FIRSTS else 0.1 for p in passages]
-
-    def p_sentences(self, question: str, passages: list[dict[str, Any]]) -> list[float]:
-        return [0.9 if p["text"] in LASTS else 0.1 for p in passages]
-
-
-FIRSTS = {texts[0] for texts in SENTENCES.values()}
-LASTS = {texts[-1] for texts in SENTENCES.values()}
-
-
-def test_a_step_reads_by_the_sentence_adapter_and_a_final_read_by_passage_relevance() -> None:
-    step = select_sentences(_TwoScorers(), _Index(), "q", PASSAGES[:1], budget=6)
-    final = select_sentences(
-        _TwoScorers(), _Index(), "q", PASSAGES[:1], budget=6, whole_question=True
-    )
-    assert _read(step)[1].endswith(SENTENCES[1][-1])
-    assert _read(final)[1] == SENTENCES[1][0]

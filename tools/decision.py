@@ -49,8 +49,8 @@ from app.index.store import CorpusIndex
 from app.llm.gateway import LLMGateway
 from prompts import format_passages, format_qa_table, load_prompt
 
-DecisionKind = Literal["rel", "direct", "depth", "suff", "same", "sent"]
-KINDS: tuple[DecisionKind, ...] = ("rel", "direct", "depth", "suff", "same", "sent")
+DecisionKind = Literal["rel", "direct", "depth", "suff", "same"]
+KINDS: tuple[DecisionKind, ...] = ("rel", "direct", "depth", "suff", "same")
 CALIBRATION_FILE = Path(__file__).resolve().parents[1] / "app" / "data" / "dm_calibration.json"
 
 
@@ -132,8 +132,8 @@ TRAINED_INPUTS = {
 
 
 class TrainedDM:
-    """The fine-tuned cross-encoders (one adapter for the passage kinds, one for `same`,
-    one for `sent`): loaded once, each scores a batch in one forward pass."""
+    """The fine-tuned cross-encoders (one adapter for the passage kinds, one for `same`):
+    loaded once, each scores a batch in one forward pass."""
 
     def __init__(self, folder: Path, runtime_dir: Path, embedder: Embedder | None = None) -> None:
         self.folder = folder
@@ -284,15 +284,6 @@ class DecisionModel:
                 for p in scored
             )
         return [next(values) if p.get("text", "").strip() else 0.0 for p in passages]
-
-    def p_sentences(self, question: str, sentences: Sequence[dict[str, Any]]) -> list[float]:
-        """Relevance of single sentences (`title`, `text`) to a (sub-)question, for the
-        evidence selector: the trained DM's sentence adapter where `hoprag dm eval` chose
-        it, else the passage relevance of each sentence."""
-        if self.backend("sent") == "trained" and self.trained is not None:
-            texts = [passage_text(s["title"], s["text"]) for s in sentences]
-            return self.trained.p("sent", [(question, t) for t in texts]) if texts else []
-        return self.p_rel(question, sentences, stored=False)
 
     def p_direct(
         self,

@@ -2,13 +2,12 @@
 (docs/method.md section 1, step 3.6). Small readers are known to gain from evidence
 selection (RECOMP, EXIT), and every word not read is prompt time saved.
 
-Every sentence of the chosen passages is scored in one batch and taken best first until
-the word budget is spent. A sub-question, which one passage answers, has its sentences
-scored by the DM's sentence adapter (trained on the lines that state a step's answer)
-and ranked by score fused with the rank of their passage (the passages come best
-first). A final read (the whole question) scores them by DM_rel, which knows a bridge
-line is relevant too, and first takes each passage's best sentence, so that a bridge
-passage ranked low still shows its best line. A sentence that opens with a pronoun brings
+Every sentence of the chosen passages is scored by DM_rel in one batch and taken best
+first until the word budget is spent. A final read (the whole question) first takes each
+passage's best sentence, so that a bridge passage ranked low still shows its best line;
+a sub-question, which one passage answers, ranks its sentences by score fused with the
+rank of their passage (the passages come best first), since DM_rel alone misranks the
+sentences of model-written sub-questions. A sentence that opens with a pronoun brings
 the sentence before it, which names what it refers to. The budgets and orders were chosen
 on archived reads (docs/decisions.md, "Reading sentences", "Which passages a step
 reads").
@@ -46,24 +45,22 @@ def select_sentences(
     passages: Sequence[dict[str, Any]],
     budget: int,
     *,
-    whole_question: bool = False,
+    every_passage: bool = False,
 ) -> list[dict[str, Any]]:
     """The best sentences of `passages` (best first) for `question` within `budget` words
-    (at least one sentence), as excerpts in the passages' order. A sub-question's read
-    ranks them by the sentence relevance fused with their passage's rank;
-    `whole_question` (a final read): by passage relevance, each passage's best first."""
+    (at least one sentence), as excerpts in the passages' order; `every_passage`: each
+    passage's best sentence first, then by score."""
     split = [sentences_of(index, p) for p in passages]
     flat = [(i, pos, text) for i, texts in enumerate(split) for pos, text in enumerate(texts)]
     if not flat:
         return []
-    sentences = [{"title": passages[i]["title"], "text": text} for i, _, text in flat]
-    scores = (
-        dm.p_rel(question, sentences, stored=False)
-        if whole_question
-        else dm.p_sentences(question, sentences)
+    scores = dm.p_rel(
+        question,
+        [{"title": passages[i]["title"], "text": text} for i, _, text in flat],
+        stored=False,
     )
     ranked = by_score(scores)
-    if whole_question:
+    if every_passage:
         best_of_passage: dict[int, int] = {}
         for n in ranked:
             best_of_passage.setdefault(flat[n][0], n)

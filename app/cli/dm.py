@@ -104,8 +104,8 @@ def dm_train(
         str | None,
         typer.Option(
             "--adapter",
-            help="Train only this adapter (main: rel, suff, depth; same; sent) and keep the "
-            "others; main recalibrates all, same and sent only their own kind.",
+            help="Train only this adapter (main: rel, suff, depth; same) and keep the "
+            "others; main recalibrates all, same only its own kind.",
         ),
     ] = None,
     benchmarks: Annotated[

