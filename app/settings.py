@@ -54,6 +54,11 @@ CONTEXTUALISED_QUESTION_TOKENS = 64  # a chat follow-up rewritten to stand alone
 REASON_STEP_TOKENS = 64  # one reasoning sentence of the iterative baseline
 PLAN_TOKENS = 160  # ChainRAG's whole decomposition
 MAX_QUESTION_COVERAGE = 0.8
+# A sub-question that names nothing (no capitalised word after the first, no number, no
+# quote) must describe what it asks about in at least this many content words: "Who was
+# the player with the most league sacks?" may be asked, "What is the name of the college?"
+# may not (docs/decisions.md, "Sub-questions that name nothing").
+NAMELESS_MIN_WORDS = 3
 # Date comparisons decided by rule from the QA table (tools/comparison.py): rows followed
 # from an option to its date, and the longest answer still read as a date.
 COMPARISON_CHAIN_HOPS = 3

@@ -103,6 +103,14 @@ DEFT_NO_SECOND_READ = {
     "hotpotqa": "hotpotqa-deft-81529a9",
 }
 
+# The last deft run of each benchmark whose writer could ask a sub-question that names
+# nothing ("What is the name of the college?"), archived when deft was rerun refusing it.
+DEFT_FALLBACK_IN_PLACE = {
+    "musique": "musique-deft-e7a59c1",
+    "2wikimultihopqa": "2wikimultihopqa-deft-e7a59c1",
+    "hotpotqa": "hotpotqa-deft-e7a59c1",
+}
+
 # The systems of the main table, in its order; any other run folder is a variant under test.
 SYSTEMS = ("closed_book", "vanilla", "iterative", "oracle", "chainrag", "deft")
 
@@ -829,15 +837,31 @@ def fallback_in_place() -> Section:
     choice question's answer is one of its options."""
     return _lever(
         "The fallback reads the question with its answers in place (issue 34)",
-        "The `deft` runs of the answering tables, whose fallback searches, judges and reads "
-        "the question with the descriptions the QA table resolved put in place, whose choice "
-        "questions answered with neither option get the option whose rows reached that "
-        'answer, and whose guard also rewrites "this area" and "these two", against the '
-        "last runs without (`DEFT_NO_SECOND_READ` in `bench/render.py`, under "
-        "`bench/results/archive/`).",
+        "The first `deft` runs whose fallback searches, judges and reads the question with "
+        "the descriptions the QA table resolved put in place, whose choice questions "
+        "answered with neither option get the option whose rows reached that answer, and "
+        'whose guard also rewrites "this area" and "these two" (`DEFT_FALLBACK_IN_PLACE` in '
+        "`bench/render.py`), against the last runs without (`DEFT_NO_SECOND_READ`), both "
+        "under `bench/results/archive/`.",
         DEFT_NO_SECOND_READ,
-        None,
+        DEFT_FALLBACK_IN_PLACE,
         "Fallback with answers in place: words fed at most 390 on every benchmark, EM not "
+        "lower anywhere (issue 34)",
+    )
+
+
+def nameless_steps() -> Section:
+    """Issue 34: a sub-question that names nothing is refused."""
+    return _lever(
+        "Sub-questions that name nothing are refused (issue 34)",
+        "The `deft` runs of the answering tables, whose writer and plan may not ask a "
+        'sub-question that names nothing in fewer than three content words ("What is the '
+        'name of the college?"; `nodes/sub_question.py: too_vague`), against the last runs '
+        "that could (`DEFT_FALLBACK_IN_PLACE` in `bench/render.py`, under "
+        "`bench/results/archive/`).",
+        DEFT_FALLBACK_IN_PLACE,
+        None,
+        "Nameless sub-questions refused: words fed at most 390 on every benchmark, EM not "
         "lower anywhere (issue 34)",
     )
 
@@ -1054,6 +1078,7 @@ def main() -> None:
         kept_plan(),
         unknown_answers(),
         fallback_in_place(),
+        nameless_steps(),
         deft_errors(),
         decision_model(),
         serving(),

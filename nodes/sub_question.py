@@ -31,6 +31,7 @@ from app.settings import (
     CACHE_FILLER_WORDS,
     CHAIN_MAX_SUB_QUESTIONS,
     MAX_QUESTION_COVERAGE,
+    NAMELESS_MIN_WORDS,
     PLAN_TOKENS,
     SUB_QUESTION_TOKENS,
     WRITER_EXAMPLES,
@@ -208,9 +209,32 @@ def with_answers_in_place(question: str, table: Sequence[QARow]) -> str:
     return question
 
 
+def names_something(sub_question: str) -> bool:
+    """It names a thing: a capitalised word after the first, a number or a quoted title."""
+    return any(
+        word[:1].isupper() or word[:1] in "\"\u201c'" or any(c.isdigit() for c in word)
+        for word in sub_question.split()[1:]
+    )
+
+
+def too_vague(sub_question: str, question: str, table: Sequence[QARow]) -> bool:
+    """It names nothing and says too little to find it by ("What is the name of the
+    college?", "When was the playwright born?"): the method's sub-questions name every
+    entity they ask about. A description as full as the question's own ("Who was the
+    player with the most league sacks?") may be asked; so may a step that points back
+    once the table can name what it points to (the guard rewrites it). A question typed
+    all in lower case gives no names to tell apart, and its steps are not judged."""
+    if not names_something(question) or names_something(sub_question):
+        return False
+    if table and has_back_reference(sub_question):
+        return False
+    return len(content_words(sub_question)) < NAMELESS_MIN_WORDS
+
+
 def rejection(sub_question: str, state: DeftState) -> str:
     """Why a sub-question may not be asked (empty: it may). The whole question, reworded,
-    is no sub-question; neither is one asked before (answered or not)."""
+    is no sub-question; neither is one asked before (answered or not), nor one too vague
+    to search for."""
     if not sub_question:
         return hint("not_a_question")
     if question_coverage(sub_question, state["question"]) >= MAX_QUESTION_COVERAGE:
@@ -227,6 +251,8 @@ def rejection(sub_question: str, state: DeftState) -> str:
             return hint("answered", answer=row["answer"])
     if asked in {normalise_question(q) for q in state.get("unanswerable") or []}:
         return hint("unanswerable")
+    if too_vague(sub_question, state["question"], table):
+        return hint("names_nothing")
     return ""
 
 

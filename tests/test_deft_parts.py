@@ -465,6 +465,38 @@ def test_sub_question_rejections() -> None:
     )
 
 
+def test_a_sub_question_that_names_nothing_is_refused() -> None:
+    """Steps from the traces that named nothing and found nothing, against descriptions
+    as full as the question's own, which may be asked."""
+    college = {
+        "question": "Where did the person who sponsored the resolution to reopen trade "
+        "with Vietnam along with Kerry go to college?"
+    }
+    for vague in ("What is the name of the college?", "Where is the college located?"):
+        assert "does not say which one" in rejection(vague, college)
+    assert rejection("Who sponsored the resolution to reopen trade with Vietnam?", college) == ""
+    sacks = {"question": "What team's player had the most league sacks?"}
+    assert rejection("Who was the player with the most league sacks?", sacks) == ""
+    assert rejection("When was the 2017 film released?", sacks) == ""  # a number names it
+    # A step that points back is the guard's to name once the table can.
+    state = {
+        "question": "In which county is the capital of the state where Johnson Hagood died?",
+        "qa_table": [
+            {
+                "sub_question": "Where did Johnson Hagood die?",
+                "answer": "South Carolina",
+                "passage_ids": [1],
+                "source": "retrieved",
+            }
+        ],
+    }
+    assert rejection("What is the capital of that state?", state) == ""
+    assert "does not say which one" in rejection("What is the state's capital?", state)
+    # A question typed in lower case has no names to tell apart from words.
+    lower = {"question": "where did the author of the iliad die?"}
+    assert rejection("who is the author of the iliad?", lower) == ""
+
+
 def test_an_answered_description_is_put_in_the_question_in_its_place() -> None:
     """Pairs from the traces where the writer repeated an answered step."""
     assert (
