@@ -111,6 +111,14 @@ DEFT_FALLBACK_IN_PLACE = {
     "hotpotqa": "hotpotqa-deft-e7a59c1",
 }
 
+# The last deft run of each benchmark whose steps could answer with a name the question
+# itself gives, archived when deft was rerun counting such an answer as none.
+DEFT_NAMELESS = {
+    "musique": "musique-deft-835b49a",
+    "2wikimultihopqa": "2wikimultihopqa-deft-835b49a",
+    "hotpotqa": "hotpotqa-deft-835b49a",
+}
+
 # The systems of the main table, in its order; any other run folder is a variant under test.
 SYSTEMS = ("closed_book", "vanilla", "iterative", "oracle", "chainrag", "deft")
 
@@ -854,15 +862,30 @@ def nameless_steps() -> Section:
     """Issue 34: a sub-question that names nothing is refused."""
     return _lever(
         "Sub-questions that name nothing are refused (issue 34)",
-        "The `deft` runs of the answering tables, whose writer and plan may not ask a "
+        "The first `deft` runs whose writer and plan may not ask a "
         'sub-question that names nothing in fewer than three content words ("What is the '
-        'name of the college?"; `nodes/sub_question.py: too_vague`), against the last runs '
-        "that could (`DEFT_FALLBACK_IN_PLACE` in `bench/render.py`, under "
-        "`bench/results/archive/`).",
+        'name of the college?"; `nodes/sub_question.py: too_vague`; `DEFT_NAMELESS` in '
+        "`bench/render.py`), against the last runs that could (`DEFT_FALLBACK_IN_PLACE`), "
+        "both under `bench/results/archive/`.",
         DEFT_FALLBACK_IN_PLACE,
-        None,
+        DEFT_NAMELESS,
         "Nameless sub-questions refused: words fed at most 390 on every benchmark, EM not "
         "lower anywhere (issue 34)",
+    )
+
+
+def echoed_answers() -> Section:
+    """Issue 34: a step's answer that repeats a name the question gives is no answer."""
+    return _lever(
+        "Answers the question already gives are no answers (issue 34)",
+        "The `deft` runs of the answering tables, whose rule update counts a step's answer "
+        "that only repeats a name from the question as none (`nodes/qa_table.py`), against "
+        "the last runs that took it as a row (`DEFT_NAMELESS` in `bench/render.py`, under "
+        "`bench/results/archive/`).",
+        DEFT_NAMELESS,
+        None,
+        "Echoed answers dropped: words fed at most 390 on every benchmark, EM not lower "
+        "anywhere (issue 34)",
     )
 
 
@@ -1079,6 +1102,7 @@ def main() -> None:
         unknown_answers(),
         fallback_in_place(),
         nameless_steps(),
+        echoed_answers(),
         deft_errors(),
         decision_model(),
         serving(),

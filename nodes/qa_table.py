@@ -1,6 +1,7 @@
 """Rule update of the QA table (no model call): an answer extends the table and the cache;
-no answer, or one that only repeats a name from the sub-question, marks the sub-question
-unanswerable."""
+no answer, or one that only repeats a name from the sub-question or from the question
+itself, marks the sub-question unanswerable: a step finds what the question does not
+name ("Search for the Gods" for the other film its cast member plays in)."""
 
 from __future__ import annotations
 
@@ -25,7 +26,8 @@ def update_qa_table(state: DeftState, *, cache: QACache | None) -> dict[str, Any
         )
         return {"qa_table": [row]}
     answer = state.get("sub_answer") or ""
-    if is_unknown(answer) or echoes_question(sub_question, answer):
+    echoed = echoes_question(sub_question, answer) or echoes_question(state["question"], answer)
+    if is_unknown(answer) or echoed:
         return {"unanswerable": [sub_question]}
     passage_ids = [p["id"] for p in state.get("kept") or []]
     if cache is not None:

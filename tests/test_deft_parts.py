@@ -625,10 +625,23 @@ def test_an_answer_that_repeats_its_question_is_no_answer() -> None:
     assert echoes_question("Who was Arnold Schwarzenegger's wife?", "Arnold Schwarzenegger")
     assert not echoes_question("Which river flows through Brisk Hollow?", "Ulden River")
     assert not echoes_question("Who was born first, Ann Lee or Bo Ray?", "Ann Lee")
-    state = {"sub_question": "In which town is Brisk Hollow?", "sub_answer": "Brisk Hollow."}
+    state = {
+        "question": "Which river flows through the town where Brisk Hollow is?",
+        "sub_question": "In which town is Brisk Hollow?",
+        "sub_answer": "Brisk Hollow.",
+    }
     assert update_qa_table(state, cache=None) == {
         "unanswerable": ["In which town is Brisk Hollow?"]
     }
+    # A name the question itself gives is no step's finding either (from a trace).
+    film = "What is the name of the film in which Kurt Russell also plays a character?"
+    cast = {
+        "question": 'This cast member in "Search for the Gods" also plays in which film?',
+        "sub_question": film,
+        "sub_answer": "Search for the Gods",
+    }
+    assert update_qa_table(cast, cache=None) == {"unanswerable": [film]}
+    assert update_qa_table({**cast, "sub_answer": "The Hateful Eight"}, cache=None)["qa_table"]
 
 
 def test_a_switched_off_decision_says_no_without_any_model() -> None:
