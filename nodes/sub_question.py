@@ -209,11 +209,12 @@ def with_answers_in_place(question: str, table: Sequence[QARow]) -> str:
     return question
 
 
-def names_something(sub_question: str) -> bool:
-    """It names a thing: a capitalised word after the first, a number or a quoted title."""
+def names_something(text: str) -> bool:
+    """A question (or sub-question) names a thing: a capitalised word after the first, a
+    number or a quoted title."""
     return any(
         word[:1].isupper() or word[:1] in "\"\u201c'" or any(c.isdigit() for c in word)
-        for word in sub_question.split()[1:]
+        for word in text.split()[1:]
     )
 
 
