@@ -50,10 +50,6 @@ WRITER_EXAMPLES = 3
 # similarity to examples already picked, so that three near-copies are not shown.
 WRITER_EXAMPLE_RELEVANCE = 0.7
 SUB_QUESTION_TOKENS = 48
-# The writer's LoRA adapter (`app/writer_adapter.py`), trained on the training splits'
-# gold decompositions; the embedded server loads it and applies it to writer calls alone.
-WRITER_ADAPTER_FILE = Path(__file__).parent / "data" / "writer" / "writer-lora.gguf"
-WRITER_ADAPTER_MODEL = "qwen2.5-coder-1.5b"  # the chat model it was trained on
 CONTEXTUALISED_QUESTION_TOKENS = 64  # a chat follow-up rewritten to stand alone
 REASON_STEP_TOKENS = 64  # one reasoning sentence of the iterative baseline
 PLAN_TOKENS = 160  # ChainRAG's whole decomposition
@@ -182,7 +178,6 @@ DEFT_SETTINGS = (
     "qa_cache",
     "graph_expansion",
     "sub_questions",
-    "writer_adapter",
 )
 # Settings a run's `context` may change (the method's knobs). Where models, files and
 # endpoints live is the operator's choice alone, never a request's.
@@ -391,13 +386,6 @@ class Settings:
             "until one is refused, then a decomposition's steps come first; 'plan': the "
             "decomposition, made at the first step, gives each next sub-question (answers "
             "put in for #k), the writer only where no planned step can be asked."
-        },
-    )
-    writer_adapter: bool = field(
-        default=False,
-        metadata={
-            "description": "The writer asks through its LoRA adapter, with no worked "
-            "examples (embedded server only; elsewhere the examples are shown)."
         },
     )
     trained_dm: bool = field(

@@ -23,7 +23,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.runtime import Runtime
 
 from app.llm.gateway import LLMGateway
@@ -293,25 +293,13 @@ def write_sub_question(
         if planned:
             return next_step(state, planned, "decomposition", [], plan, position)
     table = state.get("qa_table") or []
-    tuned = Settings.of(runtime).writer_adapter and gateway.has_writer_adapter
-    prompt = {
-        "question": state["question"],
-        "known": render_steps([(row["sub_question"], row["answer"]) for row in table]),
-        "forbidden": render_forbidden(state.get("unanswerable") or []),
-    }
-    if tuned:  # the adapter learnt the task from the examples: none are shown
-        messages = load_prompt("write_sub_question_tuned").format_messages(**prompt)
-    else:
-        examples_text = examples.render(state["question"], WRITER_EXAMPLES)
-        messages = load_prompt("write_sub_question").format_messages(
-            examples=examples_text, **prompt
-        )
-
-    def write(chat: list[BaseMessage]) -> str:
-        reply = gateway.invoke(chat, max_tokens=SUB_QUESTION_TOKENS, writer_adapter=tuned)
-        return clean_sub_question(reply)
-
-    sub_question = write(messages)
+    messages = load_prompt("write_sub_question").format_messages(
+        examples=examples.render(state["question"], WRITER_EXAMPLES),
+        question=state["question"],
+        known=render_steps([(row["sub_question"], row["answer"]) for row in table]),
+        forbidden=render_forbidden(state.get("unanswerable") or []),
+    )
+    sub_question = clean_sub_question(gateway.invoke(messages, max_tokens=SUB_QUESTION_TOKENS))
     reason = rejection(sub_question, state)
     if not reason:
         return next_step(state, sub_question, "writer", [], plan)
@@ -329,7 +317,7 @@ def write_sub_question(
     missing = missing_dates(state["question"], table)
     told = hint("still_unknown", reason=reason, missing=missing) if missing else reason
     retry = [*messages, AIMessage(sub_question), HumanMessage(told)]
-    sub_question = write(retry)
+    sub_question = clean_sub_question(gateway.invoke(retry, max_tokens=SUB_QUESTION_TOKENS))
     reason = rejection(sub_question, state)
     if reason:
         rejected.append({"sub_question": sub_question, "reason": reason})

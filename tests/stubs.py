@@ -18,17 +18,11 @@ class ScriptedWriter:
     """A chat model that gives the scripted replies, one per call, and keeps the last
     message it was sent."""
 
-    has_writer_adapter = False  # a gateway's: whether the writer's LoRA can be asked for
-
     def __init__(self, *replies: str) -> None:
         self.replies, self.last = list(replies), ""
-        self.through_adapter: list[bool] = []
 
-    def invoke(
-        self, messages: list[Any], max_tokens: int | None = None, *, writer_adapter: bool = False
-    ) -> str:
+    def invoke(self, messages: list[Any], max_tokens: int | None = None) -> str:
         self.last = messages[-1].content
-        self.through_adapter.append(writer_adapter)
         return self.replies.pop(0)
 
 

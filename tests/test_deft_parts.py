@@ -549,31 +549,6 @@ def test_an_answered_description_is_put_in_the_question_in_its_place() -> None:
     assert "reads: Who married Arnold Schwarzenegger?" in hint
 
 
-class _ExampleBank:
-    """An example bank that shows one worked example."""
-
-    def render(self, question: str, k: int) -> str:
-        return "Complex question: Where was the author of Dune born?"
-
-
-@pytest.mark.parametrize(("asked", "served"), [(True, True), (True, False), (False, True)])
-def test_the_writer_asks_through_its_adapter_only_where_served(asked: bool, served: bool) -> None:
-    writer = ScriptedWriter("Who is the father of Fakhr al-Dawla?")
-    writer.has_writer_adapter = served
-    update = write_sub_question(
-        {"question": "Who is the paternal grandfather of Fakhr al-Dawla?", "hop": 0},  # type: ignore[arg-type]
-        Runtime(Settings(writer_adapter=asked)),  # type: ignore[arg-type]
-        gateway=writer,  # type: ignore[arg-type]
-        examples=_ExampleBank(),  # type: ignore[arg-type]
-    )
-    assert update["sub_question"] == "Who is the father of Fakhr al-Dawla?"
-    tuned = asked and served
-    assert writer.through_adapter == [tuned]
-    # The adapter learnt from the worked examples; without it they are shown.
-    assert ("author of Dune born" in writer.last) is not tuned
-    assert writer.last.endswith("Simple question:")
-
-
 def test_the_trace_shows_which_sub_questions_were_refused_and_why() -> None:
     question = "Who is the paternal grandfather of Fakhr al-Dawla?"
     whole = "Who was Fakhr al-Dawla's paternal grandfather?"

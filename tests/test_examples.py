@@ -110,20 +110,3 @@ def test_the_shipped_bank_holds_only_training_questions() -> None:
     if dev.is_file():  # where the benchmark data is at hand, check there is no leak
         dev_questions = {q["question"] for q in json.loads(dev.read_text()) if q["split"] == "dev"}
         assert not dev_questions & {c["question"] for c in shipped}
-
-
-def test_the_writer_adapter_learns_each_step_from_the_steps_before_it() -> None:
-    """Training examples: the tuned prompt with the chain's earlier steps answered, and
-    the step itself as the reply; MuSiQue's steps first, then others up to the limit."""
-    from app.writer_adapter import writer_examples
-
-    examples = writer_examples(400)
-    assert len(examples) == 400
-    for messages, reply in examples:
-        assert [m["role"] for m in messages] == ["system", "user"]
-        user = messages[1]["content"]
-        assert user.startswith("Complex question: ") and user.endswith("Simple question:")
-        assert "similar complex questions" not in user  # no worked examples
-        assert reply.endswith("?") and f"Simple question: {reply}\n" not in user
-    first_steps = [m for m, _ in examples if "Answer:" not in m[1]["content"]]
-    assert 0 < len(first_steps) < len(examples)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import socket
@@ -19,7 +18,6 @@ from app.errors import ServiceError
 from app.llm.engine import engine_dir
 from app.llm.gateway import LLMGateway, free_port
 from app.settings import Settings
-from prompts import load_prompt
 
 pytestmark = pytest.mark.e2e  # the real chat model, servers or the installed CLI
 
@@ -202,19 +200,3 @@ def test_the_meter_reads_reused_tokens_from_either_usage_shape() -> None:
     meter.on_llm_end(LLMResult(generations=[[ChatGeneration(message=message)]]), run_id=uuid4())
     totals = meter.snapshot()
     assert (totals["input_tokens"], totals["cached_tokens"], totals["output_tokens"]) == (30, 12, 3)
-
-
-def test_the_writer_adapter_serves_writer_calls_alone(gateway: LLMGateway) -> None:
-    """The shipped writer adapter is loaded off (scale 0) and turned on per request."""
-    assert gateway.has_writer_adapter
-    gateway.chat()
-    assert gateway.server is not None
-    with urllib.request.urlopen(f"{gateway.server.root_url}/lora-adapters", timeout=10) as resp:
-        (adapter,) = json.loads(resp.read())
-    assert adapter["path"].endswith("writer-lora.gguf") and adapter["scale"] == 0.0
-    messages = load_prompt("write_sub_question_tuned").format_messages(
-        question="Where was the director of Jaws born?", known="", forbidden=""
-    )
-    sub_question = gateway.invoke(messages, max_tokens=32, writer_adapter=True)
-    assert sub_question.endswith("?") and "Jaws" in sub_question
-    assert "paris" in gateway.invoke([HumanMessage("Capital of France? One word.")]).lower()

@@ -115,14 +115,6 @@ def _extract_llama_cpp(archive: Path, dest: Path) -> Path:
     return next(dest.glob(f"*/{_VENDORED.rstrip('/')}"))
 
 
-def llama_cpp_source(settings: Settings, dest: Path) -> Path:
-    """llama.cpp's source tree, as pinned, extracted under `dest` (its Python converters
-    turn a trained adapter into GGUF)."""
-    log = settings.home / "logs" / "engine-source.log"
-    log.parent.mkdir(parents=True, exist_ok=True)
-    return _extract_llama_cpp(_fetch_sdist(settings.home / "downloads", log), dest)
-
-
 def build(settings: Settings, *, progress: bool = True, force: bool = False) -> Path:
     """Compile `llama-server` unless today's build is already installed."""
     binary = engine_path(settings)

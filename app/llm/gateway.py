@@ -40,8 +40,6 @@ from app.settings import (
     SERVER_CACHE_REUSE_TOKENS,
     SERVER_HEALTH_POLL_S,
     SERVER_START_TIMEOUT_S,
-    WRITER_ADAPTER_FILE,
-    WRITER_ADAPTER_MODEL,
     Settings,
 )
 
@@ -140,14 +138,6 @@ def free_port() -> int:
         ) from None
 
 
-def embedded_writer_adapter(settings: Settings) -> Path | None:
-    """The writer's LoRA adapter where the embedded server can load it: shipped, and
-    trained on the embedded model."""
-    if settings.model == WRITER_ADAPTER_MODEL and WRITER_ADAPTER_FILE.is_file():
-        return WRITER_ADAPTER_FILE
-    return None
-
-
 class EmbeddedServer:
     """llama.cpp's `llama-server` on loopback, owned by this process.
 
@@ -200,8 +190,6 @@ class EmbeddedServer:
         ]  # fmt: skip
         if self.draft_path is not None:
             args += ["--model-draft", str(self.draft_path), "--threads-draft", str(threads)]
-        if adapter := embedded_writer_adapter(s):  # off (scale 0) unless a request turns it on
-            args += ["--lora-scaled", f"{adapter}:0"]
         return args
 
     def command(self) -> list[str]:
@@ -318,26 +306,9 @@ class LLMGateway:
                 )
             return self._chat
 
-    @property
-    def has_writer_adapter(self) -> bool:
-        """Whether the writer's LoRA adapter can be asked for: the embedded server loads
-        it; another endpoint has no such adapter."""
-        return not self.settings.llm_base_url and embedded_writer_adapter(self.settings) is not None
-
-    def invoke(
-        self,
-        messages: Sequence[BaseMessage],
-        max_tokens: int | None = None,
-        *,
-        writer_adapter: bool = False,
-    ) -> str:
-        """Plain-text completion of a chat, through the writer's adapter if asked (see
-        `has_writer_adapter`); endpoint failures become `ServiceError`."""
-        reply = self._call(
-            messages,
-            max_tokens=max_tokens or self.settings.max_answer_tokens,
-            writer_adapter=writer_adapter,
-        )
+    def invoke(self, messages: Sequence[BaseMessage], max_tokens: int | None = None) -> str:
+        """Plain-text completion of a chat; endpoint failures become `ServiceError`."""
+        reply = self._call(messages, max_tokens=max_tokens or self.settings.max_answer_tokens)
         if not isinstance(reply.content, str):
             raise ServiceError(f"the LLM endpoint {self.base_url} returned non-text content")
         return reply.content.strip()
@@ -364,15 +335,9 @@ class LLMGateway:
             return 0.5  # neither answer among the top tokens: no evidence either way
         return yes / (yes + no)
 
-    def _call(
-        self, messages: Sequence[BaseMessage], *, writer_adapter: bool = False, **options: Any
-    ) -> AIMessage:
+    def _call(self, messages: Sequence[BaseMessage], **options: Any) -> AIMessage:
         """One chat completion with `options` (max_tokens, logprobs, ...). An embedded
-        server that died is restarted once per gateway and the call retried. Where the
-        server holds the writer's adapter every request says its scale: llama-server
-        clears a slot's cached prompt only when a request names a different one."""
-        if self.has_writer_adapter:
-            options["extra_body"] = {"lora": [{"id": 0, "scale": float(writer_adapter)}]}
+        server that died is restarted once per gateway and the call retried."""
         started = self.server.starts if self.server else 0
         try:
             return self._complete(messages, options)
