@@ -5,13 +5,15 @@ repeats an earlier one (after normalisation), or rewords the whole question, is 
 The next step of a whole decomposition (ChainRAG's plan prompt, made once per question on
 first need, with the table's answers put in for "#k") is asked instead, and from then on
 each next askable step of that plan is asked before the writer is called again: a
-planned step costs no call (docs/decisions.md, "Plan steps before the writer"). Only
-where the plan has no askable step is the writer asked, and after a refusal once more,
-told why. Told why, the small writer mostly rewords the question again, so a first
-sub-question that rewords the whole question, where the plan has no other first step
-either, is taken as a sign of a one-hop question, asked as it is. Without any askable
-sub-question the step is spent and the graph moves on (the hop counter bounds every
-loop).
+planned step costs no call (docs/decisions.md, "Plan steps before the writer"). After a
+step that found no answer the plan is made at once: the small writer mostly asks the
+failed sub-question again, which is refused (docs/decisions.md, "After a step found no
+answer"). Only where the plan has no askable step is the writer asked, and after a
+refusal once more, told why. Told why, the small writer mostly rewords the question
+again, so a first sub-question that rewords the whole question, where the plan has no
+other first step either, is taken as a sign of a one-hop question, asked as it is.
+Without any askable sub-question the step is spent and the graph moves on (the hop
+counter bounds every loop).
 
 With `sub_questions = "plan"` the decomposition is made at the first step, before any
 writer call, and gives each next sub-question the same way.
@@ -284,11 +286,17 @@ def planned_step(
     return plan, *next_plan_step(plan, state)
 
 
+def found_no_answer(state: DeftState) -> bool:
+    """The step just taken found no answer: its sub-question is listed unanswerable."""
+    sub_question = state.get("sub_question")
+    return bool(sub_question) and sub_question in (state.get("unanswerable") or [])
+
+
 def write_sub_question(
     state: DeftState, runtime: Runtime[Settings], *, gateway: LLMGateway, examples: ExampleBank
 ) -> dict[str, Any]:
     plan = state.get("plan") or []
-    if plan or Settings.of(runtime).sub_questions == "plan":
+    if plan or Settings.of(runtime).sub_questions == "plan" or found_no_answer(state):
         plan, position, planned = planned_step(plan, state, gateway=gateway, examples=examples)
         if planned:
             return next_step(state, planned, "decomposition", [], plan, position)

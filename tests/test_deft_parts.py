@@ -618,6 +618,14 @@ def test_the_trace_shows_which_sub_questions_were_refused_and_why() -> None:
     assert taken["sub_question"] == "Who was his father?" and taken["plan_step"] == 2
     unanswered = {**later, "plan": pointing, "plan_step": 2, "unanswerable": [father]}
     assert write(unanswered, "Who was Adud al-Dawla?", mode="plan")["written_by"] == "writer"
+    # After a step that found no answer the plan is made at once, before any writer
+    # call (one reply scripted: a writer call first would take it and fail).
+    failed = {**later, "sub_question": father, "unanswerable": [father]}
+    grandfather = "Who is the father of Adud al-Dawla?"
+    plan = f"1. Who is the son of Adud al-Dawla?\n2. {father}\n3. {grandfather}"
+    replanned = write(failed, plan)
+    assert replanned["sub_question"] == grandfather and replanned["rejected"] == []
+    assert replanned["written_by"] == "decomposition" and replanned["plan_step"] == 3
 
 
 def test_an_answer_that_repeats_its_question_is_no_answer() -> None:
