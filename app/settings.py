@@ -152,6 +152,10 @@ STEP_FUSION_K = 1
 # fewer rows than this: DM_suff says yes to MuSiQue's 2-row prefixes of 3- and 4-hop
 # chains (docs/decisions.md, "Deep questions stopping short").
 DEEP_MIN_ROWS = 3
+# The loop ends, for the fallback, once this many sub-questions found no answer: on the
+# runs that went on, 1 of 28 such questions ended right, by the fallback that reads the
+# question as it is (docs/decisions.md, "Two sub-questions without an answer").
+MAX_UNANSWERED = 2
 
 # Title links (`tools/title_links.py`): shorter titles ("US") match inside unrelated words.
 MIN_TITLE_CHARS = 4

@@ -110,6 +110,10 @@ def test_routing() -> None:
         "write_sub_question"
     )
     assert route_after_sufficiency({"sufficient": False, "hop": 3}, runtime) == ("fallback_answer")
+    one_dead_end = {"sufficient": False, "hop": 2, "unanswerable": ["Who?"]}
+    assert route_after_sufficiency(one_dead_end, runtime) == "write_sub_question"
+    two_dead_ends = {**one_dead_end, "unanswerable": ["Who?", "Where?"]}
+    assert route_after_sufficiency(two_dead_ends, runtime) == "fallback_answer"
     assert route_after_final_answer({"answer": "Unknown."}) == "fallback_answer"
     assert route_after_final_answer({"answer": ""}) == "fallback_answer"
     assert route_after_final_answer({"answer": "Oberlin College"}) == "reply"
