@@ -127,6 +127,14 @@ DEFT_ECHOED = {
     "hotpotqa": "hotpotqa-deft-d09997f",
 }
 
+# The last deft run of each benchmark whose loop went on after two sub-questions found no
+# answer, archived when deft was rerun ending it there.
+DEFT_REPLANNED = {
+    "musique": "musique-deft-bee381c",
+    "2wikimultihopqa": "2wikimultihopqa-deft-bee381c",
+    "hotpotqa": "hotpotqa-deft-bee381c",
+}
+
 # The systems of the main table, in its order; any other run folder is a variant under test.
 SYSTEMS = ("closed_book", "vanilla", "iterative", "oracle", "chainrag", "deft")
 
@@ -901,14 +909,29 @@ def replanned_steps() -> Section:
     """Issue 34: after a step that found no answer the plan comes before the writer."""
     return _lever(
         "After a step found no answer, the plan first (issue 34)",
-        "The `deft` runs of the answering tables, whose next sub-question after a step that "
-        "found no answer is the decomposition's next askable step, made then if not yet "
-        "(`nodes/sub_question.py: found_no_answer`), against the last runs that asked the "
-        "writer first there (`DEFT_ECHOED` in `bench/render.py`, under "
-        "`bench/results/archive/`).",
+        "The first `deft` runs whose next sub-question after a step that found no answer is "
+        "the decomposition's next askable step, made then if not yet "
+        "(`nodes/sub_question.py: found_no_answer`; `DEFT_REPLANNED` in `bench/render.py`), "
+        "against the last runs that asked the writer first there (`DEFT_ECHOED`), both "
+        "under `bench/results/archive/`.",
         DEFT_ECHOED,
-        None,
+        DEFT_REPLANNED,
         "Plan first after no answer: words fed at most 390 on every benchmark, EM not "
+        "lower anywhere (issue 34)",
+    )
+
+
+def dead_ends() -> Section:
+    """Issue 34: two sub-questions without an answer end the loop."""
+    return _lever(
+        "Two sub-questions without an answer end the loop (issue 34)",
+        "The `deft` runs of the answering tables, whose loop hands over to the fallback once "
+        "two sub-questions found no answer (`nodes/sufficiency.py: loop_end`), against the "
+        "last runs that went on to the step limit (`DEFT_REPLANNED` in `bench/render.py`, "
+        "under `bench/results/archive/`).",
+        DEFT_REPLANNED,
+        None,
+        "Loop ended after two dead ends: words fed at most 390 on every benchmark, EM not "
         "lower anywhere (issue 34)",
     )
 
@@ -1128,6 +1151,7 @@ def main() -> None:
         nameless_steps(),
         echoed_answers(),
         replanned_steps(),
+        dead_ends(),
         deft_errors(),
         decision_model(),
         serving(),
