@@ -11,7 +11,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 
 from app.resources import Resources
-from app.settings import MAX_UNANSWERED, Settings
+from app.settings import Settings
 from graph.state import DeftState, InputState
 from graph.turn import REPLY, add_turn
 from nodes.answer import answer_sub_question, is_unknown
@@ -25,7 +25,7 @@ from nodes.qa_table import update_qa_table
 from nodes.relevance import filter_relevant
 from nodes.retrieve import retrieve_for_sub_question, retrieve_question_passages
 from nodes.sub_question import write_sub_question
-from nodes.sufficiency import check_sufficiency
+from nodes.sufficiency import check_sufficiency, loop_end
 
 
 def route_after_direct_check(state: DeftState) -> Literal["answer_directly", "write_sub_question"]:
@@ -63,12 +63,9 @@ def route_after_filter(
 def route_after_sufficiency(
     state: DeftState, runtime: Runtime[Settings]
 ) -> Literal["answer_from_qa_table", "write_sub_question", "fallback_answer"]:
-    """After T steps, or once `MAX_UNANSWERED` sub-questions found no answer, the
-    fallback: the steps a loop takes after its second dead end seldom find the chain."""
     if state.get("sufficient"):
         return "answer_from_qa_table"
-    spent = state.get("hop", 0) >= Settings.of(runtime).max_steps
-    if spent or len(state.get("unanswerable") or []) >= MAX_UNANSWERED:
+    if loop_end(state, Settings.of(runtime).max_steps):
         return "fallback_answer"
     return "write_sub_question"
 

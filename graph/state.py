@@ -130,6 +130,7 @@ class DeftState(TurnState, total=False):
     answer_passage_ids: list[int]
     comparison: dict[str, Any] | None  # a comparison decided by rule from the table
     fallback_question: str  # Q with the table's answers in place: what the fallback reads for
+    fallback_reason: str  # why the loop handed over to the fallback
 
 
 class ChainStep(TypedDict):

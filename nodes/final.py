@@ -14,7 +14,7 @@ from graph.state import DeftState
 from nodes.answer import answered, clean_answer, read_passages
 from nodes.relevance import keep_for_fallback, score_relevance
 from nodes.sub_question import with_answers_in_place
-from nodes.sufficiency import asks_the_question
+from nodes.sufficiency import asks_the_question, loop_end
 from prompts import format_passages, format_qa_table, load_prompt, reply_form
 from tools.comparison import compare_dates, option_reached, same_value
 from tools.decision import DecisionModel
@@ -87,6 +87,15 @@ def read_facts_and_passages(
     return clean_answer(gateway.invoke(messages))
 
 
+def fallback_reason(state: DeftState, max_steps: int) -> str:
+    """Why the loop handed over to the fallback, for the trace."""
+    if state.get("sufficient"):
+        return "LLM_fin found no answer in the table"
+    if not state.get("sub_question"):
+        return "no sub-question could be asked"
+    return loop_end(state, max_steps) or "the loop ended"
+
+
 def fallback_answer(
     state: DeftState,
     runtime: Runtime[Settings],
@@ -104,10 +113,11 @@ def fallback_answer(
     actor playing the voice of John Smith in Pocahontas ..."): the small reader otherwise
     answers with the bridge, and the search finds the passages about the description."""
     table = state.get("qa_table") or []
+    settings = Settings.of(runtime)
+    reason = fallback_reason(state, settings.max_steps)
     decided = decide_comparison(state["question"], table)
     if decided:
-        return decided
-    settings = Settings.of(runtime)
+        return {**decided, "fallback_reason": reason}
     question = with_answers_in_place(state["question"], table)
     passages = [p.as_dict() for p in retriever.retrieve(question, settings.fallback_k)]
     scores, decisions = score_relevance(
@@ -130,6 +140,7 @@ def fallback_answer(
     return {
         **answered(answer),
         "fallback_question": question,
+        "fallback_reason": reason,
         "passages": kept,
         "decisions": decisions,
         "answer_passage_ids": sorted(support),

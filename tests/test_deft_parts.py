@@ -29,7 +29,7 @@ from graph.state import merge_passages
 from nodes.answer import echoes_question, is_unknown, read_passages
 from nodes.cache import lookup_qa_cache
 from nodes.direct import answer_directly, check_direct_answer
-from nodes.final import read_facts_and_passages
+from nodes.final import fallback_reason, read_facts_and_passages
 from nodes.qa_table import update_qa_table
 from nodes.question import take_question
 from nodes.relevance import fused_with_retrieval, keep_for_fallback, keep_relevant
@@ -114,6 +114,14 @@ def test_routing() -> None:
     assert route_after_sufficiency(one_dead_end, runtime) == "write_sub_question"
     two_dead_ends = {**one_dead_end, "unanswerable": ["Who?", "Where?"]}
     assert route_after_sufficiency(two_dead_ends, runtime) == "fallback_answer"
+    # The fallback's trace says why the loop handed over.
+    dead_end = {**two_dead_ends, "sub_question": "Where?"}
+    assert fallback_reason(dead_end, 3) == "2 sub-questions found no answer"
+    assert fallback_reason({**one_dead_end, "sub_question": "Who?", "hop": 3}, 3) == (
+        "3 steps taken"
+    )
+    assert fallback_reason({"sub_question": ""}, 3) == "no sub-question could be asked"
+    assert fallback_reason({"sufficient": True}, 3) == "LLM_fin found no answer in the table"
     assert route_after_final_answer({"answer": "Unknown."}) == "fallback_answer"
     assert route_after_final_answer({"answer": ""}) == "fallback_answer"
     assert route_after_final_answer({"answer": "Oberlin College"}) == "reply"

@@ -296,6 +296,7 @@ def _print_step(node: str, update: Any, err: bool = True) -> None:
             "rewritten_from",
             "sub_answer",
             "fallback_question",
+            "fallback_reason",
             "answer",
             "direct",
             "sufficient",
