@@ -317,9 +317,10 @@ def write_sub_question(
     if planned:
         return next_step(state, planned, "decomposition", rejected, plan, position)
     rejected += [{"sub_question": q, "reason": NO_ASKABLE_STEP} for q in plan]
-    if not table and reason == hint("repeats_question"):
+    unasked = state["question"] not in (state.get("unanswerable") or [])
+    if not table and reason == hint("repeats_question") and unasked:
         # Neither the writer nor the decomposition found a smaller first step: a
-        # one-hop question is its own sub-question.
+        # one-hop question is its own sub-question (once: not again after no answer).
         return next_step(state, state["question"], "the question itself", rejected, plan)
     # One more try, told why (and, for a date comparison, what is still missing).
     missing = missing_dates(state["question"], table)

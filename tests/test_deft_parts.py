@@ -585,6 +585,10 @@ def test_the_trace_shows_which_sub_questions_were_refused_and_why() -> None:
     one_hop = write({"question": question, "hop": 0}, whole, plan)
     assert one_hop["sub_question"] == question and len(one_hop["rejected"]) == 3
     assert one_hop["written_by"] == "the question itself"
+    # Asked so and found no answer, it is not asked again: the writer is told why.
+    tried = {"question": question, "hop": 1, "sub_question": question, "unanswerable": [question]}
+    again = write(tried, plan, whole, father)
+    assert again["sub_question"] == father and again["written_by"] == "writer, told why"
     # A first try refused for another reason is retried, told why.
     retried_first = write({"question": question, "hop": 0}, "", plan, father)
     assert retried_first["sub_question"] == father
