@@ -88,12 +88,13 @@ def read_facts_and_passages(
 
 
 def fallback_reason(state: DeftState, max_steps: int) -> str:
-    """Why the loop handed over to the fallback, for the trace."""
+    """Why the loop handed over to the fallback, for the trace: the three routes into it
+    (`route_after_final_answer`, `route_after_sub_question`, `route_after_sufficiency`)."""
     if state.get("sufficient"):
         return "LLM_fin found no answer in the table"
     if not state.get("sub_question"):
         return "no sub-question could be asked"
-    return loop_end(state, max_steps) or "the loop ended"
+    return loop_end(state, max_steps)
 
 
 def fallback_answer(
