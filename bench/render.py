@@ -135,6 +135,14 @@ DEFT_REPLANNED = {
     "hotpotqa": "hotpotqa-deft-bee381c",
 }
 
+# The last deft run of each benchmark at the method's direct-answer threshold of 0.7,
+# archived when deft was rerun at 0.5.
+DEFT_TAU07 = {
+    "musique": "musique-deft-tau07",
+    "2wikimultihopqa": "2wikimultihopqa-deft-tau07",
+    "hotpotqa": "hotpotqa-deft-tau07",
+}
+
 # The systems of the main table, in its order; any other run folder is a variant under test.
 SYSTEMS = ("closed_book", "vanilla", "iterative", "oracle", "chainrag", "deft")
 
@@ -925,13 +933,29 @@ def dead_ends() -> Section:
     """Issue 34: two sub-questions without an answer end the loop."""
     return _lever(
         "Two sub-questions without an answer end the loop (issue 34)",
-        "The `deft` runs of the answering tables, whose loop hands over to the fallback once "
-        "two sub-questions found no answer (`nodes/sufficiency.py: loop_end`), against the "
-        "last runs that went on to the step limit (`DEFT_REPLANNED` in `bench/render.py`, "
-        "under `bench/results/archive/`).",
+        "The first `deft` runs whose loop hands over to the fallback once two sub-questions "
+        "found no answer (`nodes/sufficiency.py: loop_end`; `DEFT_TAU07` in "
+        "`bench/render.py`), against the last runs that went on to the step limit "
+        "(`DEFT_REPLANNED`), both under `bench/results/archive/`.",
         DEFT_REPLANNED,
-        None,
+        DEFT_TAU07,
         "Loop ended after two dead ends: words fed at most 390 on every benchmark, EM not "
+        "lower anywhere (issue 34)",
+    )
+
+
+def direct_threshold() -> Section:
+    """Issue 34: the direct-answer threshold lowered from the method's 0.7 to 0.5."""
+    return _lever(
+        "The direct-answer threshold at 0.5 (issue 34)",
+        "The `deft` runs of the answering tables, which answer a question directly once "
+        "DM_direct gives its passages p >= `tau_direct` = 0.5, against the last runs at the "
+        "method's 0.7 (`DEFT_TAU07` in `bench/render.py`, under `bench/results/archive/`). "
+        "The threshold is also graph expansion's stop test; the `chainrag` rows were made "
+        "at 0.7.",
+        DEFT_TAU07,
+        None,
+        "Direct-answer threshold 0.5: words fed at most 390 on every benchmark, EM not "
         "lower anywhere (issue 34)",
     )
 
@@ -1152,6 +1176,7 @@ def main() -> None:
         echoed_answers(),
         replanned_steps(),
         dead_ends(),
+        direct_threshold(),
         deft_errors(),
         decision_model(),
         serving(),
