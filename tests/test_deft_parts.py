@@ -26,14 +26,7 @@ from graph.deft import (
     route_after_sufficiency,
 )
 from graph.state import merge_passages
-from nodes.answer import (
-    answer_sub_question,
-    echoes_question,
-    is_unknown,
-    off_subject,
-    read_passages,
-    subject_names,
-)
+from nodes.answer import echoes_question, is_unknown, read_passages
 from nodes.cache import lookup_qa_cache
 from nodes.direct import answer_directly, check_direct_answer
 from nodes.final import fallback_reason, read_facts_and_passages
@@ -801,68 +794,3 @@ def test_a_comparison_the_rules_decide_never_goes_direct(question: str) -> None:
     assert [(d["kind"], d["backend"], d["outcome"]) for d in update["decisions"]] == [
         ("direct", "rule", False)
     ]
-
-
-def test_subject_names_are_the_runs_of_capitalised_words_and_quoted_titles() -> None:
-    assert subject_names("Who is Jack Clay's employer?") == ["Jack Clay"]
-    assert subject_names("In which county is Birth of a Nation filmed?") == ["Birth of a Nation"]
-    assert subject_names("Who voiced John Smith in Pocahontas?") == ["John Smith", "Pocahontas"]
-    assert "Search for the Gods" in subject_names('Who is the cast of "Search for the Gods"?')
-    assert subject_names("what is the capital of france?") == []
-
-
-# A step of a MuSiQue trace: Jack Clay's passage passed the relevance filter, the
-# township's was read beside it (one passing -> the top 2) and gave the answer.
-CLAY = {"id": 2669, "title": "Jack Clay", "text": "Clay taught at the University of Miami."}
-TOWNSHIP = {
-    "id": 2677,
-    "title": "Clay Center Township, Clay County, Kansas",
-    "text": "Clay Center Township is a township in Clay County, Kansas.",
-}
-EMPLOYER = "Who is Jack Clay's employer?"
-
-
-def test_an_answer_only_a_failed_passage_states_about_something_else_is_off_subject() -> None:
-    assert off_subject("Clay Center Township", EMPLOYER, [CLAY, TOWNSHIP], {2669})
-    # Not where the passage that states it passed, or names the subject, ...
-    assert not off_subject("Clay Center Township", EMPLOYER, [CLAY, TOWNSHIP], {2677})
-    named = {**TOWNSHIP, "text": "Jack Clay once taught at Clay Center Township."}
-    assert not off_subject("Clay Center Township", EMPLOYER, [CLAY, named], {2669})
-    # ... nor where no passage passed, the answer is unknown or the reader found it in
-    # the passage that passed.
-    assert not off_subject("Clay Center Township", EMPLOYER, [CLAY, TOWNSHIP], set())
-    assert not off_subject("unknown", EMPLOYER, [CLAY, TOWNSHIP], {2669})
-    assert not off_subject("University of Miami", EMPLOYER, [CLAY, TOWNSHIP], {2669})
-
-
-def _step(decisions: list[dict[str, Any]]) -> dict[str, Any]:
-    return {
-        "sub_question": EMPLOYER,
-        "hop": 2,
-        "evidence": [CLAY, TOWNSHIP],
-        "decisions": decisions,
-    }
-
-
-def _rel(passage_id: int, step: int, outcome: bool) -> dict[str, Any]:
-    return {"kind": "rel", "step": step, "inputs": [passage_id], "outcome": outcome}
-
-
-def test_an_off_subject_answer_is_read_again_from_the_passages_that_passed() -> None:
-    reader = ScriptedWriter("Clay Center Township", "University of Miami")
-    decisions = [_rel(2669, 2, True), _rel(2677, 2, False)]
-    update = answer_sub_question(_step(decisions), gateway=reader)  # type: ignore[arg-type]
-    assert update["sub_answer"] == "University of Miami"
-    assert update["reread_from"] == [2669]
-    assert "Jack Clay" in reader.last and "Clay Center Township" not in reader.last
-    # Both passages still count as read.
-    assert [p["id"] for p in update["passages"]] == [2669, 2677]
-
-
-def test_an_answer_is_read_once_where_no_passage_of_this_step_passed() -> None:
-    # Jack Clay's passage passed at an earlier step only.
-    reader = ScriptedWriter("Clay Center Township")
-    decisions = [_rel(2669, 1, True), _rel(2669, 2, False), _rel(2677, 2, False)]
-    update = answer_sub_question(_step(decisions), gateway=reader)  # type: ignore[arg-type]
-    assert update["sub_answer"] == "Clay Center Township"
-    assert update["reread_from"] == []

@@ -308,8 +308,6 @@ def _print_step(node: str, update: Any, err: bool = True) -> None:
     for key in ("kept", "retrieved", "question_passages"):
         if update.get(key):
             shown[key] = [p["id"] for p in update[key]]
-    if update.get("reread_from"):
-        shown["reread_from"] = update["reread_from"]
     if update.get("cache_hit"):
         shown["cache_hit"] = update["cache_hit"]["how"]
     if update.get("qa_table"):
