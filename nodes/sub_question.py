@@ -91,15 +91,6 @@ def render_forbidden(unanswerable: list[str]) -> str:
     return hint("forbidden", listed="\n".join(f"- {q}" for q in unanswerable))
 
 
-def render_known(question: str, table: Sequence[QARow]) -> str:
-    """The table's steps as the writer sees them, then the question with their answers
-    in place where that changes it: the small writer skips or drifts from a hop more
-    often than it fails to put an answer in by itself."""
-    known = render_steps([(row["sub_question"], row["answer"]) for row in table])
-    reduced = with_answers_in_place(question, table)
-    return f"{known}\n{hint('in_place', reduced=reduced)}" if reduced != question else known
-
-
 def parse_plan(text: str) -> list[str]:
     """Numbered lines as sub-questions, in order, without repeats, at most the cap."""
     plan: list[str] = []
@@ -313,7 +304,7 @@ def write_sub_question(
     messages = load_prompt("write_sub_question").format_messages(
         examples=examples.render(state["question"], WRITER_EXAMPLES),
         question=state["question"],
-        known=render_known(state["question"], table),
+        known=render_steps([(row["sub_question"], row["answer"]) for row in table]),
         forbidden=render_forbidden(state.get("unanswerable") or []),
     )
     sub_question = clean_sub_question(gateway.invoke(messages, max_tokens=SUB_QUESTION_TOKENS))
