@@ -112,6 +112,9 @@ CHAT_HISTORY_CHARS = 400
 # CREATE TABLE IF NOT EXISTS races when several processes start at once).
 POSTGRES_CONNECT_TIMEOUT_S = 10
 QA_CACHE_SCHEMA_LOCK = 0x6870_7161  # "hpqa"
+# SQLite QA cache: how long a process waits for another's write lock (and for its own
+# set-up, when several processes open a new cache file at once).
+SQLITE_BUSY_S = 30
 
 # Traces: more decisions than this of one kind at one step print as one summary line.
 TRACE_DECISION_BATCH = 10

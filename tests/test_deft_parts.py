@@ -5,6 +5,7 @@ the calibration maths."""
 from __future__ import annotations
 
 import multiprocessing
+import sqlite3
 import uuid
 import warnings
 from pathlib import Path
@@ -42,7 +43,7 @@ from nodes.sub_question import (
     write_sub_question,
 )
 from tools.decision import Calibration, DecisionModel
-from tools.qa_cache import QACache, asks_the_same
+from tools.qa_cache import QACache, SqliteStore, asks_the_same
 
 PASSAGES = [{"id": i, "title": f"T{i}", "text": "x"} for i in range(6)]
 
@@ -274,6 +275,26 @@ def test_qa_cache_is_safe_with_concurrent_writers(cache_home: Settings) -> None:
             assert hit is not None and hit.answer == f"answer {worker}-{i}"
             assert hit.passage_ids == [worker, i]
     cache.close()
+
+
+def test_a_qa_cache_file_locked_while_opening_is_waited_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SQLite can refuse a WAL switch at once while another process sets the same new
+    file up (a flaky CI run showed it); opening retries instead of calling it damaged."""
+    set_up = SqliteStore._set_up
+    refusals = iter([True, True, False])
+
+    def refuse_twice(store: SqliteStore) -> None:
+        if next(refusals):
+            raise sqlite3.OperationalError("database is locked")
+        set_up(store)
+
+    monkeypatch.setattr(SqliteStore, "_set_up", refuse_twice)
+    store = SqliteStore(tmp_path / "cache.sqlite")
+    assert store.rows("any fingerprint") == []
+    store.close()
+    assert next(refusals, "all used") == "all used"
 
 
 def _reader(home: str, url: str, index: str) -> None:

@@ -33,6 +33,7 @@ from app.settings import (
     CACHE_FILLER_WORDS,
     CACHE_MIN_COSINE,
     QA_CACHE_SCHEMA_LOCK,
+    SQLITE_BUSY_S,
     Settings,
 )
 
@@ -93,17 +94,36 @@ class SqliteStore:
     def __init__(self, path: Path) -> None:
         self.where = str(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(path, timeout=30, check_same_thread=False, isolation_level=None)
-        try:
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute("PRAGMA busy_timeout=30000")
-            self.db.executescript(SCHEMA)
-            self.db.execute("SELECT COUNT(*) FROM entries").fetchone()
-        except sqlite3.DatabaseError as exc:
-            raise UserError(
-                f"the QA cache {path} is damaged ({exc})",
-                hint="delete it or run `hoprag cache clear`",
-            ) from None
+        self.db = sqlite3.connect(
+            path, timeout=SQLITE_BUSY_S, check_same_thread=False, isolation_level=None
+        )
+        deadline = time.monotonic() + SQLITE_BUSY_S
+        while True:
+            try:
+                self._set_up()
+                return
+            except sqlite3.OperationalError as exc:
+                # Switching a new file to WAL while another process does the same can
+                # fail at once with "database is locked": SQLite skips the busy handler
+                # there, so the set-up is retried here instead.
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise self._damaged(path, exc) from None
+                time.sleep(0.05)
+            except sqlite3.DatabaseError as exc:
+                raise self._damaged(path, exc) from None
+
+    def _set_up(self) -> None:
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_S * 1000}")
+        self.db.executescript(SCHEMA)
+        self.db.execute("SELECT COUNT(*) FROM entries").fetchone()
+
+    @staticmethod
+    def _damaged(path: Path, exc: sqlite3.DatabaseError) -> UserError:
+        return UserError(
+            f"the QA cache {path} is damaged ({exc})",
+            hint="delete it or run `hoprag cache clear`",
+        )
 
     def exact(self, fingerprint: str, norm: str) -> Row | None:
         return self.db.execute(
