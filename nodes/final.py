@@ -45,7 +45,7 @@ def answer_from_rows(
     if decided:
         return decided
     messages = load_prompt("answer_from_qa_table").format_messages(
-        qa_table=format_qa_table(rows), question=question, reply_form=reply_form(question)
+        qa_table=format_qa_table(rows), question=question
     )
     support = sorted({pid for row in rows for pid in row["passage_ids"]})
     answer = as_option(question, rows, clean_answer(gateway.invoke(messages)))

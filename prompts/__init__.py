@@ -24,9 +24,6 @@ _ROLES = {"system": "system", "user": "human", "assistant": "ai"}
 _YES_NO_QUESTION = re.compile(
     r"^\W*(is|are|was|were|do|does|did|has|have|had|can|could|will|would)\b", re.IGNORECASE
 )
-# "Who does A play in B?" asks for a character; "Who plays A in B?" for an actor.
-_ROLE_QUESTION = re.compile(r"^\W*who (does|did|do|will) .+ play (in|on)\b", re.IGNORECASE)
-_ACTOR_QUESTION = re.compile(r"^\W*who (plays|played|play's|portrays|portrayed)\b", re.IGNORECASE)
 
 
 @cache
@@ -72,16 +69,7 @@ def load_words(name: str) -> frozenset[str]:
 
 def reply_form(question: str) -> str:
     """The `{reply_form}` of a reader prompt: one more instruction line for a yes/no question
-    or a question about who plays whom (`prompts/reply_forms.json`), else nothing, so other
-    questions see the prompt unchanged. Without them the 1.5B reader answered "3" to "Do
-    the operas A and B contain the same number of acts?", and the actor to "Who did the
-    performer from Night Rocker play on Young and Restless?"."""
-    if is_yes_no_question(question):
-        form = "yes_no"
-    elif _ROLE_QUESTION.match(question):
-        form = "role"
-    elif _ACTOR_QUESTION.match(question):
-        form = "actor"
-    else:
-        return ""
-    return "\n" + load_lines("reply_forms")[form]
+    (`prompts/reply_forms.json`), else nothing, so other questions see the prompt unchanged.
+    Without it the 1.5B reader answered "3" to "Do the operas A and B contain the same
+    number of acts?"."""
+    return "\n" + load_lines("reply_forms")["yes_no"] if is_yes_no_question(question) else ""
