@@ -18,7 +18,7 @@ from app.settings import DIRECT_LINKED_READ, Settings
 from graph.state import DeftState
 from nodes.answer import answered, read_passages
 from nodes.decisions import decide, timed
-from nodes.relevance import keep_for_fallback, score_relevance
+from nodes.relevance import judge_relevance
 from tools.comparison import RULE, decided_by_rule
 from tools.decision import DecisionModel
 from tools.evidence import select_sentences
@@ -72,11 +72,8 @@ def answer_directly(
     itself."""
     settings = Settings.of(runtime)
     passages = state.get("question_passages") or []
-    scores, decisions = score_relevance(
+    relevant, decisions = judge_relevance(
         dm, state["question"], passages, settings, 0, whole_question=True
-    )
-    relevant = keep_for_fallback(
-        passages, scores, settings.tau_rel, settings.top_k, settings.fallback_extra
     )
     texts = [passage_text(p["title"], p["text"]) for p in passages]
     chosen = [i for i, p in enumerate(passages) if p in relevant]
