@@ -11,17 +11,13 @@ from app.index.store import CorpusIndex
 from app.settings import Settings
 from graph.state import DeftState
 from tools.decision import DecisionModel
-from tools.evidence import about_subject, select_sentences
+from tools.evidence import select_sentences
 
 
 def select_evidence(
     state: DeftState, runtime: Runtime[Settings], *, dm: DecisionModel, index: CorpusIndex
 ) -> dict[str, Any]:
     evidence = select_sentences(
-        dm,
-        index,
-        state["sub_question"],
-        about_subject(state["sub_question"], state.get("kept") or []),
-        Settings.of(runtime).read_words,
+        dm, index, state["sub_question"], state.get("kept") or [], Settings.of(runtime).read_words
     )
     return {"evidence": evidence}

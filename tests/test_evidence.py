@@ -5,10 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
 from graph.state import merge_passages
-from tools.evidence import about_subject, opens_with_pronoun, select_sentences, subject_names
+from tools.evidence import opens_with_pronoun, select_sentences
 
 SENTENCES = {
     1: [
@@ -135,29 +133,3 @@ def test_excerpts_of_one_passage_merge_by_sentence() -> None:
     # a whole passage read covers every excerpt of it, before or after
     assert merge_passages(merged, PASSAGES[:1]) == PASSAGES[:1]
     assert merge_passages(PASSAGES[:1], first) == PASSAGES[:1]
-
-
-@pytest.mark.parametrize(
-    ("sub_question", "names"),
-    [
-        ("What city was Jane Siberry born in?", ["Jane Siberry"]),
-        ("Who is the author of Princeps Pastorum's book?", ["Princeps Pastorum"]),
-        ("What is the capital of the United States of America?", ["United States of America"]),
-        ("Who won the 1993 Indy Car Race in Tucson?", ["Indy Car Race", "Tucson"]),
-        ("Who was the player with the most league sacks?", []),
-    ],
-)
-def test_subject_names(sub_question: str, names: list[str]) -> None:
-    assert subject_names(sub_question) == names
-
-
-def test_a_step_reads_only_the_passages_about_its_subject() -> None:
-    siberry = {"id": 1, "title": "Dragon Dreams", "text": "An album by Jane Siberry."}
-    sillas = {"id": 2, "title": "Karen Sillas", "text": "Sillas was born in Brooklyn."}
-    louhichi = {"id": 3, "title": "Taïeb Louhichi", "text": "A Tunisian director."}
-    question = "What city was Jane Siberry born in?"
-    assert about_subject(question, [sillas, siberry]) == [siberry]
-    assert about_subject("When was Taieb Louhichi born?", [sillas, louhichi]) == [louhichi]
-    # None names it, or nothing is named: every passage stays.
-    assert about_subject(question, [sillas]) == [sillas]
-    assert about_subject("Who had the most sacks?", [sillas, siberry]) == [sillas, siberry]

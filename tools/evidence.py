@@ -15,8 +15,6 @@ reads").
 
 from __future__ import annotations
 
-import re
-import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
@@ -85,40 +83,3 @@ def select_sentences(
         chosen.setdefault(i, {}).update(new)
         words += size
     return [excerpt(passages[i], list(chosen[i].items())) for i in sorted(chosen)]
-
-
-_NAME_WORD = r"(?:[A-Z][\w'.-]*|of|the|de|von|van)"
-_NAME_RUN = re.compile(rf"{_NAME_WORD}(?:\s+{_NAME_WORD})*")
-_POSSESSIVE = re.compile(r"['\u2019]s?$")
-
-
-def subject_names(sub_question: str) -> list[str]:
-    """The names a sub-question asks about: runs of capitalised words after its first
-    word ("Jane Siberry" in "What city was Jane Siberry born in?")."""
-    words = sub_question.split(maxsplit=1)
-    rest = words[1] if len(words) > 1 else ""
-    names = []
-    for run in _NAME_RUN.finditer(rest):
-        words = run.group().split()
-        while words and not words[0][:1].isupper():
-            words.pop(0)
-        while words and not words[-1][:1].isupper():
-            words.pop()
-        if words:
-            names.append(_POSSESSIVE.sub("", " ".join(words)).strip(" ?,."))
-    return names
-
-
-def about_subject(sub_question: str, passages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The passages that name what the sub-question asks about, when some do and some do
-    not: the 1.5B reader takes a name from a line about something else ("Sillas was born
-    in Brooklyn" for "What city was Jane Siberry born in?"). All of them otherwise."""
-    names = [_folded(n) for n in subject_names(sub_question)]
-    naming = [p for p in passages if any(n in _folded(f"{p['title']} {p['text']}") for n in names)]
-    return naming or list(passages)
-
-
-def _folded(text: str) -> str:
-    """Lower case without accents: "Taïeb Louhichi" names "Taieb Louhichi"."""
-    decomposed = unicodedata.normalize("NFKD", text.lower())
-    return "".join(c for c in decomposed if not unicodedata.combining(c))
