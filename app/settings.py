@@ -113,8 +113,10 @@ CHAT_HISTORY_CHARS = 400
 POSTGRES_CONNECT_TIMEOUT_S = 10
 QA_CACHE_SCHEMA_LOCK = 0x6870_7161  # "hpqa"
 # SQLite QA cache: how long a process waits for another's write lock (and for its own
-# set-up, when several processes open a new cache file at once).
+# set-up, when several processes open a new cache file at once), and the pause between
+# set-up tries.
 SQLITE_BUSY_S = 30
+SQLITE_RETRY_PAUSE_S = 0.05
 
 # Traces: more decisions than this of one kind at one step print as one summary line.
 TRACE_DECISION_BATCH = 10

@@ -16,7 +16,7 @@ import pytest
 from stubs import NoExamples, Runtime, ScriptedWriter
 
 from app.dm.calibration import Platt, fit_platt, logit, sigmoid
-from app.errors import ServiceError
+from app.errors import ServiceError, UserError
 from app.llm.gateway import free_port
 from app.settings import Settings
 from graph.deft import (
@@ -295,6 +295,19 @@ def test_a_qa_cache_file_locked_while_opening_is_waited_for(
     assert store.rows("any fingerprint") == []
     store.close()
     assert next(refusals, "all used") == "all used"
+
+
+def test_a_qa_cache_file_locked_for_too_long_is_one_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refuse(store: SqliteStore) -> None:
+        raise sqlite3.OperationalError("database is locked")
+
+    monkeypatch.setattr(SqliteStore, "_set_up", refuse)
+    monkeypatch.setattr("tools.qa_cache.SQLITE_BUSY_S", 0.2)
+    with pytest.raises(UserError, match="stayed locked") as caught:
+        SqliteStore(tmp_path / "cache.sqlite")
+    assert "damaged" not in str(caught.value)
 
 
 def _reader(home: str, url: str, index: str) -> None:

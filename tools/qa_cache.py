@@ -34,6 +34,7 @@ from app.settings import (
     CACHE_MIN_COSINE,
     QA_CACHE_SCHEMA_LOCK,
     SQLITE_BUSY_S,
+    SQLITE_RETRY_PAUSE_S,
     Settings,
 )
 
@@ -106,9 +107,14 @@ class SqliteStore:
                 # Switching a new file to WAL while another process does the same can
                 # fail at once with "database is locked": SQLite skips the busy handler
                 # there, so the set-up is retried here instead.
-                if "locked" not in str(exc) or time.monotonic() > deadline:
+                if "locked" not in str(exc):
                     raise self._damaged(path, exc) from None
-                time.sleep(0.05)
+                if time.monotonic() > deadline:
+                    raise UserError(
+                        f"the QA cache {path} stayed locked for {SQLITE_BUSY_S} s",
+                        hint="another process holds it: let it finish, or stop it",
+                    ) from None
+                time.sleep(SQLITE_RETRY_PAUSE_S)
             except sqlite3.DatabaseError as exc:
                 raise self._damaged(path, exc) from None
 
