@@ -129,6 +129,7 @@ class DeftState(TurnState, total=False):
     answer: str
     answer_passage_ids: list[int]
     comparison: dict[str, Any] | None  # a comparison decided by rule from the table
+    past_the_bridge: dict[str, Any] | None  # LLM_fin's bridge answer the chain went past
     fallback_question: str  # Q with the table's answers in place: what the fallback reads for
     fallback_reason: str  # why the loop handed over to the fallback
 

@@ -7,16 +7,30 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from app.eval.metrics import normalize_answer
 from app.index.store import CorpusIndex
 from app.llm.gateway import LLMGateway
 from app.settings import Settings
 from graph.state import DeftState
-from nodes.answer import answered, clean_answer, read_passages
+from nodes.answer import answered, clean_answer, is_unknown, read_passages
 from nodes.relevance import keep_for_fallback, score_relevance
-from nodes.sub_question import with_answers_in_place
+from nodes.sub_question import content_words, with_answers_in_place
 from nodes.sufficiency import asks_the_question, loop_end
-from prompts import format_passages, format_qa_table, load_prompt, reply_form
-from tools.comparison import compare_dates, option_reached, same_value
+from prompts import (
+    format_passages,
+    format_qa_table,
+    is_yes_no_question,
+    load_prompt,
+    reply_form,
+)
+from tools.comparison import (
+    asks_for_date,
+    compare_dates,
+    comparison_options,
+    is_date,
+    option_reached,
+    same_value,
+)
 from tools.decision import DecisionModel
 from tools.evidence import select_sentences
 from tools.retriever import Retriever
@@ -60,12 +74,60 @@ def as_option(question: str, rows: Sequence[dict[str, Any]], answer: str) -> str
 
 
 def answer_from_qa_table(state: DeftState, *, gateway: LLMGateway) -> dict[str, Any]:
-    """LLM_fin, unless a row asked the question itself: its answer is the answer."""
+    """LLM_fin, unless a row asked the question itself: its answer is the answer. An
+    LLM_fin answer that is a bridge of the chain gives way to what the chain found past
+    it (`past_the_bridge`)."""
     table = state.get("qa_table") or []
-    itself = next((row for row in table if asks_the_question(row, state["question"])), None)
+    question = state["question"]
+    itself = next((row for row in table if asks_the_question(row, question)), None)
     if itself:
         return {**answered(itself["answer"]), "answer_passage_ids": itself["passage_ids"]}
-    return answer_from_rows(gateway, state["question"], table)
+    update = answer_from_rows(gateway, question, table)
+    if "comparison" in update:
+        return update
+    later = past_the_bridge(question, table, update["answer"])
+    if later is None:
+        return update
+    bridge = {"answer": update["answer"], "sub_question": later["sub_question"]}
+    return {**update, **answered(later["answer"]), "past_the_bridge": bridge}
+
+
+def past_the_bridge(
+    question: str, rows: Sequence[dict[str, Any]], answer: str
+) -> dict[str, Any] | None:
+    """The row that asked on about `answer` when `answer` is a bridge of the chain: a row
+    answered it, and a later row asked about it in the question's own words ("Who did
+    Abraham marry after the death of Sarah?" after "Who was the founder of three major
+    monotheistic religions?" gave Abraham). The 1.5B LLM_fin often names the bridge;
+    what the question asks for is that later row's answer. None for choice and yes/no
+    questions, a later answer the question states or an earlier row gave (a loop), and a
+    date the question does not ask for (a row that checked a detail of the answer)."""
+    norm = normalize_answer(answer)
+    if not norm or comparison_options(question) or is_yes_no_question(question):
+        return None
+    answers = [normalize_answer(row["answer"]) for row in rows]
+    if norm not in answers:
+        return None
+    asked = content_words(question)
+    later = [
+        row
+        for row in rows[answers.index(norm) + 1 :]
+        if f" {norm} " in f" {normalize_answer(row['sub_question'])} "
+        and content_words(row["sub_question"]) - content_words(answer) <= asked
+    ]
+    if not later:
+        return None
+    found, row = normalize_answer(later[-1]["answer"]), later[-1]
+    looped = any(
+        other and (found in other or other in found)
+        for other, earlier in zip(answers, rows, strict=True)
+        if earlier is not row
+    )
+    stated = f" {found} " in f" {normalize_answer(question)} "
+    off_date = is_date(row["answer"]) and not asks_for_date(question)
+    if not found or is_unknown(row["answer"]) or looped or stated or off_date:
+        return None
+    return row
 
 
 def read_facts_and_passages(

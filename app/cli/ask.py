@@ -298,6 +298,7 @@ def _print_step(node: str, update: Any, err: bool = True) -> None:
             "fallback_question",
             "fallback_reason",
             "answer",
+            "past_the_bridge",
             "direct",
             "sufficient",
         )
