@@ -44,6 +44,7 @@ from app.eval.run import load_run
 from app.index.corpus import load_corpus
 from bench.common import find_run, summarise_runs, trace_states
 from bench.deft_endings import final_node
+from tools.comparison import says
 
 STAGES = ("never_read", "read_not_taken", "in_table_lost", "in_answer", "yes_no")
 BREAKS = ("retrieved_not_read", "named_not_retrieved", "first_hop_missed", "bridge_not_found")
@@ -52,8 +53,7 @@ RETRIEVALS = ("question_passages", "retrieved")
 
 def holds(text: str, golds: list[str]) -> bool:
     """Some gold answer is in `text`, both SQuAD-normalised, as whole words."""
-    padded = f" {normalize_answer(text)} "
-    return any((g := normalize_answer(gold)) and f" {g} " in padded for gold in golds)
+    return any(says(text, gold) for gold in golds)
 
 
 def qa_table(record: dict[str, Any]) -> list[dict[str, Any]]:

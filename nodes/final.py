@@ -30,6 +30,7 @@ from tools.comparison import (
     is_date,
     option_reached,
     same_value,
+    says,
 )
 from tools.decision import DecisionModel
 from tools.evidence import select_sentences
@@ -112,18 +113,19 @@ def past_the_bridge(
     later = [
         row
         for row in rows[answers.index(norm) + 1 :]
-        if f" {norm} " in f" {normalize_answer(row['sub_question'])} "
+        if says(row["sub_question"], answer)
         and content_words(row["sub_question"]) - content_words(answer) <= asked
     ]
     if not later:
         return None
-    found, row = normalize_answer(later[-1]["answer"]), later[-1]
+    row = later[-1]
+    found = normalize_answer(row["answer"])
     looped = any(
         other and (found in other or other in found)
         for other, earlier in zip(answers, rows, strict=True)
         if earlier is not row
     )
-    stated = f" {found} " in f" {normalize_answer(question)} "
+    stated = says(question, row["answer"])
     off_date = is_date(row["answer"]) and not asks_for_date(question)
     if not found or is_unknown(row["answer"]) or looped or stated or off_date:
         return None

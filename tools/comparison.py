@@ -154,13 +154,15 @@ def event(text: str) -> str:
     return found[0] if len(found) == 1 else ""
 
 
+def says(text: str, phrase: str) -> bool:
+    """`phrase` occurs in `text` as whole words, both SQuAD-normalised."""
+    norm = normalize_answer(phrase)
+    return bool(norm) and f" {norm} " in f" {normalize_answer(text)} "
+
+
 def _mentions(question: str, name: str) -> bool:
     """The sub-question names the thing, parenthetical qualifiers like "(Film)" aside."""
-    text = f" {normalize_answer(question)} "
-    return any(
-        norm and f" {norm} " in text
-        for norm in {normalize_answer(name), normalize_answer(_PARENTHESIS.sub("", name))}
-    )
+    return any(says(question, variant) for variant in {name, _PARENTHESIS.sub("", name)})
 
 
 def _about(row: dict[str, Any], wanted_event: str) -> bool:
