@@ -2,19 +2,21 @@
 
     .venv/bin/python -m bench.reachable musique [2wikimultihopqa hotpotqa]
 
-For each benchmark it reads the current `B-deft` run and every archived `B-deft-*` run
-that holds all of its questions (the first 60 dev questions; each archived run is one
-configuration measured earlier: a lever tried, a study, an older default), and counts
-the questions the current run answers right (EM), the questions some run answered right
-(the union: what choosing the best configuration per question would reach, which no
-single configuration can), and those right in at least half of the runs. It lists the
-questions the union has and the current run lacks, with the runs that got them.
+For each benchmark it reads the current `B-deft` run and every other `B-deft-*` run kept
+(a variant beside it, or archived) that holds all of its questions (the first 60 dev
+questions; each such run is one configuration measured earlier: a lever tried, a study,
+an older default), and counts the questions the current run answers right (EM), the
+questions some run answered right (the union: what choosing the best configuration per
+question would reach, which no single configuration can), and those right in at least
+half of the runs. It lists the questions the union has and the current run lacks, with
+the runs that got them.
 Results go to bench/results/reachable.json.
 """
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from app.eval.run import load_run
@@ -22,9 +24,12 @@ from bench.common import RESULTS, find_run, save
 
 
 def deft_runs(benchmark: str) -> list[str]:
-    """The current run first, then the archived ones, by name."""
-    archived = sorted(p.name for p in (RESULTS / "archive").glob(f"{benchmark}-deft*"))
-    return [f"{benchmark}-deft", *archived]
+    """The current run first, then the variants kept beside it and the archived runs."""
+    others = [
+        *sorted((RESULTS / "eval").glob(f"{benchmark}-deft-*")),
+        *sorted((RESULTS / "archive").glob(f"{benchmark}-deft*")),
+    ]
+    return [f"{benchmark}-deft", *(str(p) for p in others)]
 
 
 def reach(benchmark: str) -> dict[str, Any]:
@@ -36,10 +41,10 @@ def reach(benchmark: str) -> dict[str, Any]:
         records = {r["id"]: r for r in load_run(find_run(name))[1]}
         if not current.keys() <= records.keys():
             continue
-        used.append(name)
+        used.append(Path(name).name)
         for qid in current:
             if records[qid]["em"]:
-                right[qid].append(name)
+                right[qid].append(used[-1])
     now = [qid for qid in current if current[qid]["em"]]
     ever = [qid for qid in current if right[qid]]
     return {

@@ -575,7 +575,7 @@ def reachable() -> Section:
     text = _section(
         "How far the configurations tried reach",
         _header(r) + "Every committed `deft` run of the first 60 dev questions: the current "
-        "one and each archived configuration (a lever tried, a study, an older default). "
+        "one and each other configuration kept (a lever tried, a study, an older default). "
         "Right now: the current run's EM count; right in some run: the questions any "
         "configuration answered right, which a per-question choice of configuration would "
         "reach and no single one has; right in half: those right in at least half of the "
