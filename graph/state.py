@@ -132,6 +132,7 @@ class DeftState(TurnState, total=False):
     past_the_bridge: dict[str, Any] | None  # LLM_fin's bridge answer the chain went past
     fallback_question: str  # Q with the table's answers in place: what the fallback reads for
     fallback_reason: str  # why the loop handed over to the fallback
+    echoed_answer: str  # the fallback's first answer, which only repeated a name of Q
 
 
 class ChainStep(TypedDict):

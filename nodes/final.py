@@ -12,7 +12,7 @@ from app.index.store import CorpusIndex
 from app.llm.gateway import LLMGateway
 from app.settings import Settings
 from graph.state import DeftState
-from nodes.answer import answered, clean_answer, is_unknown, read_passages
+from nodes.answer import answered, clean_answer, echoes_question, is_unknown, read_passages
 from nodes.relevance import keep_for_fallback, score_relevance
 from nodes.sub_question import content_words, with_answers_in_place
 from nodes.sufficiency import asks_the_question, loop_end
@@ -151,6 +151,39 @@ def read_facts_and_passages(
     return clean_answer(gateway.invoke(messages))
 
 
+def about(passage: dict[str, Any], name: str) -> bool:
+    """The passage is about `name`: its title names it, or it names the title."""
+    return says(passage["title"], name) or says(name, passage["title"])
+
+
+def read_past_an_echo(
+    gateway: LLMGateway,
+    question: str,
+    asked: str,
+    rows: Sequence[dict[str, Any]],
+    passages: Sequence[dict[str, Any]],
+    answer: str,
+) -> tuple[str, str]:
+    """(the answer, the echo it replaced or ""). A fallback answer that only repeats a
+    name of the question it read or the one asked ("Who married Arnold Schwarzenegger?"
+    -> "Arnold Schwarzenegger") answers nothing; the passages about that name drew the
+    small reader to it, so it reads once more without them. The first answer stays when
+    no passage was about the name (the same read would give it again) or when the second
+    read finds none or echoes too (docs/decisions.md, "Fallback answers that repeat
+    their question")."""
+
+    def echoes(text: str) -> bool:
+        return echoes_question(question, text) or echoes_question(asked, text)
+
+    if is_unknown(answer) or not echoes(answer):
+        return answer, ""
+    others = [p for p in passages if not about(p, answer)]
+    if not others or len(others) == len(passages):
+        return answer, ""
+    again = read_facts_and_passages(gateway, question, rows, others)
+    return (answer, "") if is_unknown(again) or echoes(again) else (again, answer)
+
+
 def fallback_reason(state: DeftState, max_steps: int) -> str:
     """Why the loop handed over to the fallback, for the trace: the three routes into it
     (`route_after_final_answer`, `route_after_sub_question`, `route_after_sufficiency`)."""
@@ -198,15 +231,21 @@ def fallback_answer(
         settings.final_read_words,
         every_passage=True,
     )
-    answer = as_option(
-        state["question"], table, read_facts_and_passages(gateway, question, table, kept)
+    answer, echo = read_past_an_echo(
+        gateway,
+        question,
+        state["question"],
+        table,
+        kept,
+        read_facts_and_passages(gateway, question, table, kept),
     )
     support = {pid for row in table for pid in row["passage_ids"]} | {p["id"] for p in kept}
     return {
-        **answered(answer),
+        **answered(as_option(state["question"], table, answer)),
         "fallback_question": question,
         "fallback_reason": reason,
         "passages": kept,
         "decisions": decisions,
         "answer_passage_ids": sorted(support),
+        **({"echoed_answer": echo} if echo else {}),
     }

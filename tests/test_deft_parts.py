@@ -35,6 +35,7 @@ from nodes.final import (
     fallback_reason,
     past_the_bridge,
     read_facts_and_passages,
+    read_past_an_echo,
 )
 from nodes.qa_table import update_qa_table
 from nodes.question import take_question
@@ -904,3 +905,51 @@ def test_an_answer_past_the_bridge_needs_a_row_in_the_questions_words(
     question: str, rows: list[dict[str, Any]], answer: str
 ) -> None:
     assert past_the_bridge(question, rows, answer) is None
+
+
+TERMINATOR = "Who married the actor from Terminator?"
+IN_PLACE = "Who married Arnold Schwarzenegger?"
+TERMINATOR_ROWS = [_row("Who was the actor from Terminator?", "Arnold Schwarzenegger", 1)]
+SHRIVER = [
+    {"id": 1, "title": "Arnold Schwarzenegger", "text": "He ran for re-election in 2006."},
+    {"id": 2, "title": "Chrétien DuBois", "text": "Maria Shriver (wife of Schwarzenegger)."},
+]
+
+
+def test_a_fallback_answer_that_repeats_the_question_is_read_again_without_its_passages() -> None:
+    reader = ScriptedWriter("Maria Shriver")
+    answer, echo = read_past_an_echo(
+        reader,  # type: ignore[arg-type]
+        IN_PLACE,
+        TERMINATOR,
+        TERMINATOR_ROWS,
+        SHRIVER,
+        "Arnold Schwarzenegger",
+    )
+    assert (answer, echo) == ("Maria Shriver", "Arnold Schwarzenegger")
+    assert "Chrétien DuBois" in reader.last and "re-election" not in reader.last
+    assert f"Question: {IN_PLACE}" in reader.last
+
+
+@pytest.mark.parametrize(
+    ("answer", "passages", "second_read"),
+    [
+        ("Maria Shriver", SHRIVER, None),  # no echo: no second read
+        ("Arnold Schwarzenegger", SHRIVER[1:], None),  # no passage about the name
+        ("Arnold Schwarzenegger", SHRIVER, "unknown"),  # the second read finds nothing
+        ("Arnold Schwarzenegger", SHRIVER, "Schwarzenegger"),  # ... or echoes again
+    ],
+)
+def test_a_fallback_answer_stays_unless_a_second_read_finds_another(
+    answer: str, passages: list[dict[str, Any]], second_read: str | None
+) -> None:
+    reader = ScriptedWriter(*([second_read] if second_read else []))  # no reply: no call
+    assert read_past_an_echo(
+        reader,  # type: ignore[arg-type]
+        IN_PLACE,
+        TERMINATOR,
+        TERMINATOR_ROWS,
+        passages,
+        answer,
+    ) == (answer, "")
+    assert not reader.replies

@@ -299,6 +299,7 @@ def _print_step(node: str, update: Any, err: bool = True) -> None:
             "fallback_reason",
             "answer",
             "past_the_bridge",
+            "echoed_answer",
             "direct",
             "sufficient",
         )
