@@ -150,6 +150,12 @@ DEFT_BRIDGE_KEPT = {
     "2wikimultihopqa": "2wikimultihopqa-deft-bridge-kept",
     "hotpotqa": "hotpotqa-deft-bridge-kept",
 }
+# The last `deft` runs before the fallback read again past an answer repeating the question.
+DEFT_ECHO_KEPT = {
+    "musique": "musique-deft-echo-kept",
+    "2wikimultihopqa": "2wikimultihopqa-deft-echo-kept",
+    "hotpotqa": "hotpotqa-deft-echo-kept",
+}
 
 # The systems of the main table, in its order; any other run folder is a variant under test.
 SYSTEMS = ("closed_book", "vanilla", "iterative", "oracle", "chainrag", "deft")
@@ -1013,12 +1019,28 @@ def past_the_bridge() -> Section:
         "LLM_fin's bridge answers (issue 34)",
         "The `deft` runs of the answering tables, where an LLM_fin answer that a row gave "
         "and a later row asked about in the question's own words gives way to that later "
-        "row's answer (`nodes/final.py: past_the_bridge`), against the last runs without "
-        "it (`DEFT_BRIDGE_KEPT` in `bench/render.py`, under `bench/results/archive/`).",
+        "row's answer (`nodes/final.py: past_the_bridge`; `DEFT_ECHO_KEPT`), against the "
+        "last runs without it (`DEFT_BRIDGE_KEPT`; both in `bench/render.py`, under "
+        "`bench/results/archive/`).",
         DEFT_BRIDGE_KEPT,
-        None,
+        DEFT_ECHO_KEPT,
         "Bridge answers passed: words fed at most 390 on every benchmark, EM not lower "
         "anywhere (issue 34)",
+    )
+
+
+def echoed_fallback() -> Section:
+    """A fallback answer that only repeats a name of the question is read again."""
+    return _lever(
+        "Fallback answers that repeat the question",
+        "The `deft` runs whose fallback reads once more, without the passages about the "
+        "name, when its answer only repeats a name of the question "
+        "(`nodes/final.py: read_past_an_echo`), against the last runs without it "
+        "(`DEFT_ECHO_KEPT` in `bench/render.py`, under `bench/results/archive/`).",
+        DEFT_ECHO_KEPT,
+        None,
+        "Echoing fallback answers read again: words fed at most 390 on every benchmark, EM "
+        "not lower anywhere",
     )
 
 
@@ -1240,6 +1262,7 @@ def main() -> None:
         dead_ends(),
         direct_threshold(),
         past_the_bridge(),
+        echoed_fallback(),
         deft_errors(),
         reachable(),
         decision_model(),
