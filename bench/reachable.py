@@ -33,18 +33,13 @@ def deft_runs(benchmark: str) -> list[str]:
 
 
 def reach(benchmark: str) -> dict[str, Any]:
-    names = deft_runs(benchmark)
-    current = {r["id"]: r for r in load_run(find_run(names[0]))[1]}
-    right: dict[str, list[str]] = {qid: [] for qid in current}
-    used = []
-    for name in names:
-        records = {r["id"]: r for r in load_run(find_run(name))[1]}
-        if not current.keys() <= records.keys():
-            continue
-        used.append(Path(name).name)
-        for qid in current:
-            if records[qid]["em"]:
-                right[qid].append(used[-1])
+    runs = [
+        (Path(name).name, {r["id"]: r for r in load_run(find_run(name))[1]})
+        for name in deft_runs(benchmark)
+    ]
+    current = runs[0][1]
+    used = [(name, records) for name, records in runs if current.keys() <= records.keys()]
+    right = {qid: [name for name, records in used if records[qid]["em"]] for qid in current}
     now = [qid for qid in current if current[qid]["em"]]
     ever = [qid for qid in current if right[qid]]
     return {
