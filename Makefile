@@ -28,10 +28,11 @@ $(STAMP): pyproject.toml | $(PY)
 	touch $(STAMP)
 
 # `llm build` compiles llama.cpp's llama-server from the pinned llama-cpp-python sdist
-# (about 10 minutes on 2 cores, once; later runs find it built).
+# with instruction sets chosen for this CPU (never AMX), and installs it only once it has
+# answered with the chat model (about 10 minutes on 2 cores, once; later runs find it).
 setup: $(STAMP)
-	$(HOPRAG) llm build
 	$(HOPRAG) models fetch
+	$(HOPRAG) llm build
 	$(HOPRAG) index $(SAMPLE) --name sample --quiet
 
 demo: setup

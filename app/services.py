@@ -34,7 +34,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from app.llm.gateway import free_port
+from app.llm.engine import free_port
 
 SOURCE = Path(__file__).resolve().parents[1]  # the folder holding this `app` package
 POSTGRES_ROLE = "hoprag"

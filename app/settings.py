@@ -126,7 +126,7 @@ SERVER_START_TIMEOUT_S = 180.0
 LLM_SERVE_PORT = 8080
 SERVER_HEALTH_POLL_S = 0.5
 # It is llama.cpp's own `llama-server`, compiled from the sources vendored in this sdist
-# (app/llm/engine.py): static, tuned for the CPU it is built on, without web UI or TLS.
+# (app/llm/engine.py): static, without web UI or TLS.
 ENGINE_SDIST = "llama-cpp-python==0.3.36"
 ENGINE_CMAKE_FLAGS = (
     "-DCMAKE_BUILD_TYPE=Release",
@@ -140,6 +140,35 @@ ENGINE_CMAKE_FLAGS = (
     "-DLLAMA_USE_PREBUILT_UI=OFF",
     "-DLLAMA_OPENSSL=OFF",
 )
+# On x86 the instruction sets are chosen by hoprag, never by `-march=native`: each ggml
+# option is turned on when the CPU reports every flag it needs (/proc/cpuinfo). AMX is
+# never turned on: ggml's AMX kernels fault on CPUs that report it (llama.cpp issue 20824;
+# docs/decisions.md, "Engine"). A build that fails its smoke run falls back to the AVX2
+# baseline, then to plain x86-64 (every option off).
+ENGINE_X86_OPTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("GGML_SSE42", ("sse4_2",)),
+    ("GGML_AVX", ("avx",)),
+    ("GGML_AVX2", ("avx2",)),
+    ("GGML_BMI2", ("bmi2",)),
+    ("GGML_FMA", ("fma",)),
+    ("GGML_F16C", ("f16c",)),
+    ("GGML_AVX_VNNI", ("avx_vnni",)),
+    ("GGML_AVX512", ("avx512f", "avx512cd", "avx512vl", "avx512dq", "avx512bw")),
+    ("GGML_AVX512_VBMI", ("avx512f", "avx512vbmi")),
+    ("GGML_AVX512_VNNI", ("avx512f", "avx512_vnni")),
+    ("GGML_AVX512_BF16", ("avx512f", "avx512_bf16")),
+)
+ENGINE_X86_NEVER = ("GGML_AMX_TILE", "GGML_AMX_INT8", "GGML_AMX_BF16")
+ENGINE_AVX2_BASELINE = ("GGML_SSE42", "GGML_AVX", "GGML_AVX2", "GGML_BMI2", "GGML_FMA", "GGML_F16C")
+# The smoke run a new build must pass before it is installed: the server loads the model
+# (its warm-up runs the first matrix products), then reads this prompt and writes tokens.
+ENGINE_SMOKE_PROMPT = (
+    "Tavistrom College is a small college in the town of Brennick, on the Ulden River. "
+    "It was founded in 1887 and teaches agriculture, forestry and the history of the region. "
+    "Question: Which river flows through the town where Tavistrom College is located? Answer:"
+)
+ENGINE_SMOKE_TOKENS = 8
+ENGINE_SMOKE_TIMEOUT_S = 180.0
 # A slot's cached prompt is reused from the first differing token on, and chunks of at
 # least this many tokens further on are shifted into place instead of re-read.
 SERVER_CACHE_REUSE_TOKENS = 64

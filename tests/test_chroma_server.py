@@ -9,7 +9,7 @@ import pytest
 
 from app.errors import ServiceError
 from app.index.store import CorpusIndex
-from app.llm.gateway import free_port
+from app.llm.engine import free_port
 from app.services import chroma_server
 from app.settings import Settings
 from tools.retriever import Retriever

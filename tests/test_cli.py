@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from langchain_openai import ChatOpenAI
 
-from app.llm.gateway import free_port
+from app.llm.engine import free_port
 from tests.conftest import HOPRAG, SAMPLE_CORPUS, assert_user_error, run_cli
 
 pytestmark = pytest.mark.e2e  # the real chat model, servers or the installed CLI

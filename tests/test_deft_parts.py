@@ -17,7 +17,7 @@ from stubs import NoExamples, Runtime, ScriptedWriter
 
 from app.dm.calibration import Platt, fit_platt, logit, sigmoid
 from app.errors import ServiceError, UserError
-from app.llm.gateway import free_port
+from app.llm.engine import free_port
 from app.settings import Settings
 from graph.deft import (
     route_after_cache,

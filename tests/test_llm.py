@@ -15,8 +15,8 @@ from langchain_core.messages import HumanMessage, SystemMessage
 
 import app.llm.gateway as llm
 from app.errors import ServiceError
-from app.llm.engine import engine_dir
-from app.llm.gateway import LLMGateway, free_port
+from app.llm.engine import engine_dir, free_port
+from app.llm.gateway import LLMGateway
 from app.settings import Settings
 
 pytestmark = pytest.mark.e2e  # the real chat model, servers or the installed CLI
@@ -104,7 +104,7 @@ def test_no_free_port(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(socket.socket, "bind", refuse)
     with pytest.raises(ServiceError, match="no free loopback port"):
-        llm.free_port()
+        free_port()
 
 
 def test_server_that_cannot_start_is_reported(
@@ -159,7 +159,7 @@ def _kill(server: llm.EmbeddedServer) -> None:
 
 def test_the_embedded_server_exposes_metrics_and_restarts_once(settings: Settings) -> None:
     """Operators can read /metrics; a server that dies is restarted once, transparently,
-    and a second death is a clear error."""
+    and a second death is a clear error: how it ended and where its log is."""
     gw = LLMGateway(settings.with_overrides(llm_max_retries=0))
     try:
         assert "paris" in gw.invoke([HumanMessage("Capital of France? One word.")]).lower()
@@ -170,8 +170,9 @@ def test_the_embedded_server_exposes_metrics_and_restarts_once(settings: Setting
         assert "rome" in gw.invoke([HumanMessage("Capital of Italy? One word.")]).lower()
         assert gw.restarts == 1 and gw.server.is_alive()
         _kill(gw.server)
-        with pytest.raises(ServiceError, match="does not answer"):
+        with pytest.raises(ServiceError, match="was killed by SIGKILL") as info:
             gw.invoke([HumanMessage("Capital of Spain? One word.")])
+        assert str(gw.server.log_path) in info.value.hint
     finally:
         gw.close()
 

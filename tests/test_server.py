@@ -18,7 +18,7 @@ import httpx
 import pytest
 from langgraph_sdk import get_sync_client
 
-from app.llm.gateway import free_port
+from app.llm.engine import free_port
 from tests.conftest import HOPRAG, ROOT, stored_data
 
 pytestmark = pytest.mark.e2e  # the real chat model, servers or the installed CLI

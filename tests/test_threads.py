@@ -19,7 +19,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver, empty_checkpoint
 
 from app.checkpoints import list_threads, open_checkpointer, prune_threads
 from app.errors import UserError
-from app.llm.gateway import free_port
+from app.llm.engine import free_port
 from app.settings import Settings
 from tests.conftest import ROOT, assert_user_error
 

@@ -233,9 +233,10 @@ def _run(
                         for node, update in chunk.items():
                             _print_step(node, update)
             except ServiceError as exc:
+                fix = exc.hint or "fix the cause"
                 raise ServiceError(
                     f"{exc.message}; the run stopped, its finished steps are saved",
-                    hint=f"fix the cause, then `hoprag resume {thread_id}` continues it",
+                    hint=f"{fix}; then `hoprag resume {thread_id}` continues it",
                 ) from None
             return graph.get_state(config).values, resources.gateway.meter.snapshot()
         finally:

@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 
 from app.cli.common import ModelOpt, load_settings, print_table
-from app.llm.engine import build, engine_path, is_built
+from app.llm.engine import build, engine_path, exit_reason, is_built, runs_here
 from app.llm.models import CHAT_MODELS, fetch, status, verify
 from app.settings import LLM_SERVE_PORT
 
@@ -54,13 +54,21 @@ def llm_build(
     force: Annotated[bool, typer.Option("--force", help="Rebuild even if built.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> None:
-    """Compile llama.cpp's `llama-server` from the pinned llama-cpp-python sdist (once)."""
+    """Compile llama.cpp's `llama-server` from the pinned llama-cpp-python sdist (once).
+
+    The build must pass a smoke run on this CPU (load the chat model, write a few tokens)
+    before it is installed; one that fails gives way to a more portable flag set."""
     settings = load_settings()
-    if is_built(settings) and not force:
+    model = fetch(settings)  # the smoke run's model
+    if runs_here(settings) and not force:
         typer.echo(f"llama-server is built: {engine_path(settings)}", err=True)
         return
-    typer.echo("compiling llama-server (about 10 minutes on 2 cores) ...", err=True)
-    typer.echo(f"built {build(settings, progress=not quiet, force=force)}", err=True)
+    if not is_built(settings) or force:
+        typer.echo("compiling llama-server (about 10 minutes on 2 cores) ...", err=True)
+    report = build(
+        settings, model, progress=not quiet, force=force, notify=lambda s: typer.echo(s, err=True)
+    )
+    typer.echo(report.summary(), err=True)
 
 
 @llm_app.command("serve")
@@ -81,4 +89,7 @@ def llm_serve(
         settings = settings.with_overrides(llm_port=LLM_SERVE_PORT)
     server = EmbeddedServer(settings)
     typer.echo(f"serving {server.model_path.name} at {server.base_url} (Ctrl-C stops)", err=True)
-    raise typer.Exit(server.serve_forever())
+    code = server.serve_forever()
+    if code:
+        typer.echo(f"error: llama-server {exit_reason(code)}", err=True)
+    raise typer.Exit(code if code >= 0 else 128 - code)

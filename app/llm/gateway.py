@@ -14,13 +14,10 @@ import atexit
 import math
 import os
 import re
-import socket
 import subprocess
 import sys
 import threading
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,11 +31,18 @@ from langchain_core.outputs import LLMResult
 from langchain_openai import ChatOpenAI
 
 from app.errors import ServiceError
-from app.llm.engine import require_engine
+from app.llm.engine import (
+    REBUILD_HINT,
+    exit_reason,
+    free_port,
+    log_tail,
+    require_engine,
+    stop_process,
+    wait_healthy,
+)
 from app.llm.models import require_model
 from app.settings import (
     SERVER_CACHE_REUSE_TOKENS,
-    SERVER_HEALTH_POLL_S,
     SERVER_START_TIMEOUT_S,
     Settings,
 )
@@ -125,19 +129,6 @@ def _root_cause(exc: BaseException) -> str:
     return re.sub(r"^\[Errno -?\d+\] ", "", text).rstrip(".")[:200]
 
 
-def free_port() -> int:
-    """A free loopback TCP port, chosen by the kernel."""
-    try:
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-            sock.bind(("127.0.0.1", 0))
-            return int(sock.getsockname()[1])
-    except OSError as exc:
-        raise ServiceError(
-            f"no free loopback port for the embedded LLM server: {exc}",
-            hint="free a port, or set HOPRAG_LLM_PORT to one that is free",
-        ) from None
-
-
 class EmbeddedServer:
     """llama.cpp's `llama-server` on loopback, owned by this process.
 
@@ -148,8 +139,8 @@ class EmbeddedServer:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.engine = require_engine(settings)
         self.model_path = require_model(settings)
+        self.engine = require_engine(settings, self.model_path)
         self.draft_path = (
             require_model(settings, settings.llm_draft_model) if settings.llm_draft_model else None
         )
@@ -219,22 +210,11 @@ class EmbeddedServer:
         self.start()
 
     def _wait_healthy(self) -> None:
-        deadline = time.monotonic() + SERVER_START_TIMEOUT_S
-        while time.monotonic() < deadline:
-            assert self.process is not None
-            if self.process.poll() is not None:
-                raise ServiceError(
-                    f"the embedded LLM server exited with code {self.process.returncode}: "
-                    f"{self.log_tail()}",
-                    hint=f"full log: {self.log_path}",
-                )
-            try:  # 503 while the model loads, 200 once it serves
-                with urllib.request.urlopen(f"{self.root_url}/health", timeout=2) as resp:
-                    if resp.status == 200:
-                        return
-            except (urllib.error.URLError, ConnectionError, TimeoutError):
-                pass
-            time.sleep(SERVER_HEALTH_POLL_S)
+        assert self.process is not None
+        if wait_healthy(self.process, self.root_url, SERVER_START_TIMEOUT_S):
+            return
+        if self.process.poll() is not None:
+            raise self.died()
         self.stop()
         raise ServiceError(
             f"the embedded LLM server did not become healthy in {SERVER_START_TIMEOUT_S:.0f}s",
@@ -242,22 +222,25 @@ class EmbeddedServer:
         )
 
     def log_tail(self, lines: int = 3) -> str:
-        try:
-            text = self.log_path.read_text(errors="replace").strip().splitlines()
-        except OSError:
-            return "(no log)"
-        return " | ".join(text[-lines:])
+        return log_tail(self.log_path, lines)
+
+    def died(self) -> ServiceError:
+        """The one clear error for a server process that has ended: how it ended, its
+        log's last lines and path, and what to do. A signal is a crash of the engine
+        itself (on a CPU it was not built for, say), so the fix is to rebuild it."""
+        assert self.process is not None and self.process.returncode is not None
+        code = self.process.returncode
+        crashed = code < 0 or code > 128
+        what = REBUILD_HINT if crashed else "check the model with `hoprag models verify`"
+        return ServiceError(
+            f"the embedded LLM server (llama-server) {exit_reason(code)}: {self.log_tail(4)}",
+            hint=f"full log: {self.log_path}; {what}",
+        )
 
     def stop(self) -> None:
         proc, self.process = self.process, None
-        if proc is None or proc.poll() is not None:
-            return
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        if proc is not None:
+            stop_process(proc)
 
     def serve_forever(self) -> int:
         """Foreground mode for `hoprag llm serve`: the server's output goes to the terminal."""
@@ -348,18 +331,23 @@ class LLMGateway:
 
     def _revived_since(self, started: int) -> bool:
         """Whether a server that died under a call is serving again: restarted here, the
-        first time it dies, or by a concurrent call meanwhile."""
+        first time it dies, or by a concurrent call meanwhile. A second death is the
+        server's own clear error, not the client's "does not answer"."""
         with self._revive_lock:
             server = self.server
             if server is None:
                 return False
             if server.is_alive():
                 return server.starts > started
-            if self.restarts >= 1:
+            if server.process is None:  # stopped by this process, not dead
                 return False
+            if self.restarts >= 1:
+                raise server.died()
             self.restarts += 1
+            how = exit_reason(server.process.returncode)
             print(
-                f"warning: the embedded LLM server died ({server.log_tail(1)}); restarting it",
+                f"warning: the embedded LLM server died: it {how} ({server.log_tail(1)}); "
+                "restarting it",
                 file=sys.stderr,
             )
             server.restart()
@@ -368,8 +356,9 @@ class LLMGateway:
             return True
 
     def _complete(self, messages: Sequence[BaseMessage], options: dict[str, Any]) -> AIMessage:
+        chat = self.chat()  # its own errors (a server that will not start) are clear already
         try:
-            reply = self.chat().bind(**options).invoke(list(messages))
+            reply = chat.bind(**options).invoke(list(messages))
         except openai.APITimeoutError:
             raise ServiceError(
                 f"the LLM endpoint {self.base_url} timed out: no reply within "

@@ -24,7 +24,7 @@ from typing import BinaryIO
 from tqdm import tqdm
 
 from app.errors import UserError
-from app.llm.engine import engine_path, is_built
+from app.llm.engine import engine_path, read_stamp, runs_here
 from app.settings import EMBEDDING_PACKAGE, SPACY_MODEL, Settings
 
 CHUNK = 1 << 20
@@ -269,6 +269,16 @@ def require_model(settings: Settings, name: str | None = None) -> Path:
     raise UserError(f"{model.name} is not provisioned", hint="run `hoprag models fetch`")
 
 
+def _engine_state(settings: Settings) -> str:
+    """ "built (cpu)", with the flag set; a build not yet run on this CPU says so."""
+    stamp = read_stamp(settings)
+    if stamp is None:
+        return "missing"
+    if not runs_here(settings):
+        return "built, not yet run on this CPU"
+    return f"built ({stamp.get('flag_set')})"
+
+
 def status(settings: Settings) -> list[dict[str, str]]:
     """One row per model: chat GGUFs, the server that runs them, embeddings and the spaCy
     pipeline."""
@@ -295,7 +305,7 @@ def status(settings: Settings) -> list[dict[str, str]]:
         {
             "name": engine_path(settings).name,
             "kind": "chat server",
-            "state": "built" if is_built(settings) else "missing",
+            "state": _engine_state(settings),
             "where": str(engine_path(settings)),
             "about": "llama.cpp's llama-server (`hoprag llm build`)",
         }

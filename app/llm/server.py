@@ -7,7 +7,8 @@ killed hoprag never leaves an orphan holding a port and gigabytes of memory. Lin
 PR_SET_PDEATHSIG alone is no substitute in hoprag itself: it fires when the *thread* that
 started the child exits, and graph nodes run in short-lived worker threads. Here it is
 set from this process's main thread, which lives as long as the server, and a watchdog
-thread follows hoprag. Its exit status is the server's.
+thread follows hoprag. Its exit status is the server's; a server killed by a signal
+(a crash) is logged as such and passed on as 128 + the signal's number, as shells do.
 """
 
 from __future__ import annotations
@@ -45,7 +46,11 @@ def main() -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: server.terminate())
     threading.Thread(target=_watch, args=(parent, server), daemon=True).start()
-    sys.exit(server.wait())
+    code = server.wait()
+    if code < 0:
+        print(f"llama-server was killed by {signal.Signals(-code).name}", file=sys.stderr)
+        sys.exit(128 - code)
+    sys.exit(code)
 
 
 if __name__ == "__main__":
