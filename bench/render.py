@@ -753,6 +753,68 @@ def serving() -> Section:
     return text, [("Server options measured, the fastest kept (issue 33)", "eight slots", "done")]
 
 
+def engine_speed() -> Section:
+    """The engine's flag sets against the old `-march=native` build (issue 50)."""
+    r = load_results("engine_speed")
+    if not r:
+        return "", []
+    rows = [
+        [
+            row["engine"],
+            row["flag_set"],
+            row["prompt_tokens"],
+            row["prompt_tps"],
+            row["gen_tps"],
+            row["ask_s"],
+            row["llm_s"],
+            ", ".join(row["answers"]),
+        ]
+        for row in r["rows"]
+    ]
+    head = ["engine", "flag set", "prompt tokens", "prompt tok/s", "gen tok/s", "ask s", "chat s"]
+    head.append("answers")
+    by_name = {row["engine"]: row for row in r["rows"]}
+    standing: list[Standing] = []
+    if "native" in by_name and "installed" in by_name:
+        old, new = by_name["native"], by_name["installed"]
+        ratios = {
+            "prompt": new["prompt_tps"] / old["prompt_tps"],
+            "generation": new["gen_tps"] / old["gen_tps"],
+            "sample question": old["ask_s"] / new["ask_s"],  # above 1 is faster, as for rates
+        }
+        worst = min(ratios.values())
+        now = ", ".join(f"{k} {v:.2f}x" for k, v in ratios.items()) + " the native speed"
+        standing.append(("Default engine within 10% of the native build (issue 50)", now,
+                         _met(worst >= 0.9)))  # fmt: skip
+    text = _section(
+        "Embedded engine builds",
+        _header(r) + "`native`: the build every CPU got before issue 50 (`-march=native`); "
+        "`installed`: the engine `hoprag llm build` installs now, its instruction sets "
+        "chosen from the CPU's flags with AMX off. Each engine is started fresh, reads one "
+        "uncached prompt of the sample's passages and writes 64 tokens; `ask s` is the wall "
+        "time of `hoprag ask` on the sample question (server start and model load included, "
+        "QA cache off), `chat s` the part of it spent in chat calls. Medians of the "
+        "repeats, the engines taking turns.",
+        _table(head, rows),
+        *_fallback_speed(by_name),
+    )
+    return text, standing
+
+
+def _fallback_speed(by_name: dict[str, dict[str, Any]]) -> list[str]:
+    """What a fall-back flag set costs against the installed build, where both were run."""
+    if "installed" not in by_name:
+        return []
+    best = by_name["installed"]
+    return [
+        f"`{name}`, a fall-back `hoprag llm build` takes when the better sets die in their "
+        f"smoke run, reads prompts at {row['prompt_tps'] / best['prompt_tps']:.2f}x and writes "
+        f"at {row['gen_tps'] / best['gen_tps']:.2f}x the installed build's speed."
+        for name, row in by_name.items()
+        if name in ("avx2", "x86-64")
+    ]
+
+
 def _against_archive(
     archived: dict[str, str], later: dict[str, str] | None = None
 ) -> tuple[list[tuple[str, int, dict[str, Any], dict[str, Any], dict[str, Any]]], list[str]]:
@@ -1267,6 +1329,7 @@ def main() -> None:
         reachable(),
         decision_model(),
         serving(),
+        engine_speed(),
         deft_speed(),
         serve_load(),
     ]

@@ -36,7 +36,8 @@ from langchain_core.messages import messages_from_dict, messages_to_dict
 
 from app.eval.metrics import prompt_reuse
 from app.eval.run import run_eval
-from app.llm.gateway import LLMGateway, free_port
+from app.llm.engine import free_port
+from app.llm.gateway import LLMGateway
 from app.llm.models import require_model
 from app.settings import Settings
 from bench.common import RESULTS, require_data, save
