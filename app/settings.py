@@ -414,6 +414,17 @@ class Settings:
         },
     )
     qa_cache: bool = field(default=True, metadata={"description": "Use the shared QA cache."})
+    chunk_words: int = field(
+        default=120,
+        metadata={
+            "description": "Target words of a passage cut from a document (PDF, HTML, Word, "
+            "Markdown, text), about the benchmarks' passage size; sentences are never cut."
+        },
+    )
+    max_document_mb: float = field(
+        default=50.0,
+        metadata={"description": "Documents larger than this are skipped when indexing."},
+    )
     graph_expansion: bool = field(
         default=True,
         metadata={
@@ -517,6 +528,12 @@ class Settings:
                 f"HOPRAG_THREAD_RETENTION_DAYS={self.thread_retention_days:g} is not a "
                 "number of days",
                 hint="0 keeps threads forever; 30 deletes those idle for more than 30 days",
+            )
+        if self.chunk_words < 10 or not 0 < self.max_document_mb < float("inf"):
+            raise UserError(
+                f"HOPRAG_CHUNK_WORDS={self.chunk_words} or HOPRAG_MAX_DOCUMENT_MB="
+                f"{self.max_document_mb:g} is out of range",
+                hint="passages need at least 10 words, and the size limit a positive number",
             )
         self.home = Path(self.home).expanduser()
         self.data = Path(self.data).expanduser() if self.data else self.home / "data"

@@ -1,5 +1,5 @@
 """The chat reply of every graph: the answer as an AI message that cites the passages it
-rests on (title and id), so that a reader can check it."""
+rests on (id, and the place in a document or the title), so that a reader can check it."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage
 
+from app.index.documents import format_citations
 from app.index.store import CorpusIndex
 from graph.state import TurnState
 from nodes.answer import is_unknown
@@ -20,13 +21,13 @@ def cited_passages(state: TurnState, index: CorpusIndex) -> list[dict[str, Any]]
     ids = state.get("answer_passage_ids")
     if ids is None:
         ids = [p["id"] for p in state.get("passages") or []]
-    return [{"id": p.id, "title": p.title} for p in index.passages(list(ids))]
+    return [p.citation() for p in index.passages(list(ids))]
 
 
 def reply(state: TurnState, *, index: CorpusIndex) -> dict[str, Any]:
     answer = state.get("answer") or ""
     citations = cited_passages(state, index)
-    sources = "; ".join(f"[{c['id']}] {c['title']}" for c in citations)
+    sources = format_citations(citations)
     content = f"{answer}\n\nSources: {sources}" if sources else answer
     message = AIMessage(content=content, additional_kwargs={"citations": citations})
     return {"messages": [message], "citations": citations}

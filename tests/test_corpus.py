@@ -1,4 +1,5 @@
-"""Corpus reading: the three accepted shapes and every malformed input."""
+"""Corpus reading: the three accepted shapes and every malformed input (documents in
+detail: test_documents.py)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import pytest
 
 from app.errors import UserError
 from app.index.corpus import Passage, fingerprint, load_corpus
+from app.index.documents import Source
 from tests.conftest import SAMPLE_CORPUS
 
 
@@ -29,10 +31,14 @@ def test_jsonl_and_folder(tmp_path: Path) -> None:
     (folder / "b.md").write_text("# B\nbeta")
     (folder / "a.txt").write_text("alpha")
     (folder / "sub" / "c.txt").write_text("gamma")
-    (folder / "ignored.pdf").write_bytes(b"%PDF")
+    (folder / "notes.csv").write_text("not,a,document")
     passages = load_corpus(folder)
-    assert [p.title for p in passages] == ["a", "b", "sub/c"]
-    assert passages[1].text == "# B\nbeta"
+    assert [(p.title, p.source.file) for p in passages] == [
+        ("a", "a.txt"),
+        ("B", "b.md"),
+        ("c", "sub/c.txt"),
+    ]
+    assert passages[1].text == "beta"
 
 
 def test_fingerprint_tracks_content_and_order() -> None:
@@ -40,6 +46,8 @@ def test_fingerprint_tracks_content_and_order() -> None:
     assert fingerprint([a, b]) == fingerprint([Passage(0, "A", "x"), Passage(1, "B", "y")])
     assert fingerprint([a, b]) != fingerprint([b, a])
     assert fingerprint([a]) != fingerprint([Passage(0, "A", "x!")])
+    moved = Passage(0, "A", "x", Source("a.pdf", ("A",), page=2))
+    assert fingerprint([moved]) != fingerprint([Passage(0, "A", "x", Source("a.pdf", ("A",)))])
 
 
 @pytest.mark.parametrize(
@@ -73,7 +81,7 @@ def test_non_utf8_and_empty_folder(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="not UTF-8"):
         load_corpus(latin)
     (tmp_path / "empty").mkdir()
-    with pytest.raises(UserError, match=r"no \.txt or \.md files"):
+    with pytest.raises(UserError, match="holds no documents"):
         load_corpus(tmp_path / "empty")
 
 

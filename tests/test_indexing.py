@@ -77,6 +77,43 @@ def test_new_documents_are_added_without_recomputing_the_rest(
     assert hits[0].id == 24
 
 
+def test_editing_one_section_of_a_long_file_reanalyses_only_its_passages(
+    settings: Settings, tmp_path: Path, embedder, ner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Documents re-index at passage level: one section changed in a long Markdown file
+    sends only that section's passages through spaCy and the embedder; the others and
+    every citation's source stay right."""
+    sample = json.loads(SAMPLE_CORPUS.read_text())
+    handbook = tmp_path / "docs" / "handbook.md"
+    handbook.parent.mkdir()
+
+    def write(river: str) -> None:
+        sections = [f"## {p['title']}\n\n{p['text']}" for p in sample]
+        sections[21] = sections[21].replace("Ulden River", river)  # Brisk Hollow's section
+        handbook.write_text("# Regional handbook\n\n" + "\n\n".join(sections) + "\n")
+
+    write("Ulden River")
+    first = build_index(
+        settings, handbook.parent, "long", progress=False, embedder=embedder, ner=ner
+    )
+    assert first.passages == len(sample)
+    analysed: list[int] = []
+    original = ner.analyse
+    monkeypatch.setattr(
+        ner, "analyse", lambda texts, **kw: analysed.append(len(texts)) or original(texts, **kw)
+    )
+    write("Marrow River")
+    report = build_index(
+        settings, handbook.parent, "long", progress=False, embedder=embedder, ner=ner
+    )
+    assert (report.new_passages, report.reused_passages) == (1, len(sample) - 1)
+    assert analysed == [1]
+    index = CorpusIndex.open(settings, "long")
+    [edited] = index.passages([21])
+    assert "Marrow River" in edited.text and edited.cite() == "handbook.md \u203a Brisk Hollow"
+    assert edited.title == "Regional handbook \u203a Brisk Hollow"
+
+
 def test_failed_build_leaves_the_old_index_intact(
     settings: Settings, tmp_path: Path, embedder, ner, monkeypatch: pytest.MonkeyPatch
 ) -> None:

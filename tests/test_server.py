@@ -121,7 +121,7 @@ def test_a_deft_chat_follow_up_is_made_self_contained_and_cites_sources(
         "ai",
     ]
     cited = reply["additional_kwargs"]["citations"]
-    assert {"id": 14, "title": "Odile Farrengast"} in cited
+    assert {"id": 14, "title": "Odile Farrengast", "cite": "Odile Farrengast"} in cited
     assert "[14] Odile Farrengast" in reply["content"]
     # The second turn starts clean: its decisions are its own, not the first turn's too.
     streamed = [e for e in events if e.event == "custom" and "decision" in e.data]

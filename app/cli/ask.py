@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import sys
+import textwrap
 import uuid
 from pathlib import Path
 from typing import Annotated, Any
@@ -22,6 +23,7 @@ from app.checks import check_question, check_system, require_index
 from app.cli.common import load_settings
 from app.errors import ServiceError, UserError
 from app.eval.metrics import prompt_reuse
+from app.index.documents import format_citations
 from app.settings import TRACE_DECISION_BATCH, Settings
 
 TraceOpt = Annotated[bool, typer.Option("--trace", help="Show every step and decision live.")]
@@ -48,6 +50,9 @@ def ask(
         typer.Option(help="Thread id: a new turn in that conversation (follow-ups allowed)."),
     ] = None,
     as_json: JsonOpt = False,
+    show_passages: Annotated[
+        bool, typer.Option("--show-passages", help="Print each passage read with its source.")
+    ] = False,
 ) -> None:
     """Answer a question from an index; every step is checkpointed (`hoprag trace`)."""
     check_system(system)
@@ -57,6 +62,20 @@ def ask(
     thread_id = thread or uuid.uuid4().hex
     result, cost = _run(settings, system, {"question": question}, thread_id, trace)
     _print_answer(result, system, thread_id, cost, as_json)
+    if show_passages and not as_json:
+        _print_passages(settings, [p["id"] for p in result.get("passages") or []])
+
+
+def _print_passages(settings: Settings, ids: list[int]) -> None:
+    """The whole text of each passage read, under the place it comes from."""
+    from app.index.store import CorpusIndex  # lazy: chromadb
+
+    index = CorpusIndex.open(settings, settings.index)
+    try:
+        for record in index.passages(ids):
+            typer.echo(f"\n[{record.id}] {record.cite()}\n{textwrap.fill(record.text, 88)}")
+    finally:
+        index.close()
 
 
 def _check_thread_id(thread_id: str) -> None:
@@ -130,7 +149,7 @@ def trace_thread(
     typer.echo("passages read:")
     for p in values.get("passages") or []:
         typer.echo(f"  [{p['id']}] {p['title']}")
-    cited = ", ".join(f"[{c['id']}] {c['title']}" for c in values.get("citations") or [])
+    cited = format_citations(values.get("citations") or [])
     typer.echo(f"cited: {cited or '(none)'}")
 
 
@@ -264,6 +283,8 @@ def _print_answer(
         typer.echo(json.dumps(payload, indent=2))
         return
     typer.echo(payload["answer"])
+    if payload["citations"]:
+        typer.echo(f"  cited: {format_citations(payload['citations'])}", err=True)
     if payload.get("asked"):
         typer.echo(f"  (asked: {payload['asked']!r}, read as: {payload['question']!r})", err=True)
     for row in payload["qa_table"]:

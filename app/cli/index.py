@@ -25,9 +25,10 @@ index_app = typer.Typer(
     cls=DefaultCommandGroup,
     no_args_is_help=True,
     help="Index a corpus (`hoprag index PATH --name NAME`) and manage indexes.\n\n"
-    "PATH is a JSON list of {title, text}, a JSONL file with those fields, or a folder "
-    "of .txt/.md files. Re-indexing an unchanged corpus does nothing; new documents "
-    "are added without recomputing the others.",
+    "PATH is a JSON list of {title, text}, a JSONL file with those fields, or a document "
+    "(PDF, HTML, Word .docx, Markdown, text) or folder of them, split into passages by "
+    "headings and pages, then by size. Re-indexing an unchanged corpus does nothing; "
+    "changed passages are analysed again, the others reused.",
 )
 
 

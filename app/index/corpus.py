@@ -1,22 +1,25 @@
 """Reading document collections into passages, with input checks that explain themselves.
 
 Three shapes are accepted: our benchmark format (a JSON list of ``{title, text}``; the
-position is the passage id), JSONL with the same fields, and a folder of ``.txt`` /
-``.md`` files (one passage per file, titled by the file name, in sorted path order).
+position is the passage id), JSONL with the same fields, and documents: one PDF, HTML,
+Word, Markdown or text file, or a folder of them (in sorted path order), each split into
+passages by its structure and then by size (app/index/documents.py).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+import sys
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from app.errors import UserError
+from app.index.documents import DOCUMENT_SUFFIXES, Source, chunk_documents, documents_in
+from app.settings import Settings
 
-TEXT_SUFFIXES = (".txt", ".md")
 ELISION = "..."  # between sentences of an excerpt that are not adjacent
 
 
@@ -25,6 +28,7 @@ class Passage:
     id: int
     title: str
     text: str
+    source: Source | None = None  # where in a document it was cut from
 
     @property
     def content_hash(self) -> str:
@@ -37,6 +41,8 @@ def fingerprint(passages: list[Passage]) -> str:
     digest = hashlib.sha256()
     for p in passages:
         digest.update(p.content_hash.encode())
+        if p.source is not None:  # a moved section changes citations, not analyses
+            digest.update(json.dumps(p.source.to_dict(), sort_keys=True).encode())
     return digest.hexdigest()
 
 
@@ -97,37 +103,51 @@ def _from_jsonl(path: Path) -> list[tuple[str, str]]:
     return records
 
 
-def _from_folder(path: Path) -> list[tuple[str, str]]:
-    try:
-        files = sorted(
-            f for f in path.rglob("*") if f.suffix.lower() in TEXT_SUFFIXES and f.is_file()
-        )
-    except PermissionError:
-        raise UserError(f"folder {path} cannot be read (permission denied)") from None
-    if not files:
-        raise UserError(f"folder {path} holds no .txt or .md files")
-    return [(str(f.relative_to(path).with_suffix("")), _read_text(f)) for f in files]
+def _warn(line: str) -> None:
+    print(f"warning: {line}", file=sys.stderr)
 
 
-def load_corpus(path: Path) -> list[Passage]:
-    """Passages of a corpus file or folder; raises `UserError` on anything malformed."""
+def _from_documents(
+    files: list[Path], root: Path, settings: Settings, warn: Callable[[str], None]
+) -> list[Passage]:
+    chunks = chunk_documents(
+        files,
+        root,
+        chunk_words=settings.chunk_words,
+        max_bytes=int(settings.max_document_mb * 2**20),
+        warn=warn,
+    )
+    return [Passage(i, c.title, c.text, c.source) for i, c in enumerate(chunks)]
+
+
+def load_corpus(
+    path: Path, settings: Settings | None = None, warn: Callable[[str], None] = _warn
+) -> list[Passage]:
+    """Passages of a corpus file or folder; raises `UserError` on anything malformed.
+    A document that cannot be read is skipped with one `warn` line naming it."""
     path = Path(path).expanduser()
+    settings = settings or Settings()
     if not path.exists():
         raise UserError(f"corpus {path} does not exist")
     if path.is_dir():
-        records = _from_folder(path)
-    elif path.suffix.lower() == ".jsonl":
-        records = _from_jsonl(path)
-    elif path.suffix.lower() == ".json":
-        records = _from_json(path)
-    elif path.suffix.lower() in TEXT_SUFFIXES:
-        records = [(path.stem, _read_text(path))]
+        files = documents_in(path)
+        if not files:
+            raise UserError(
+                f"folder {path} holds no documents hoprag reads",
+                hint=f"it reads {', '.join(DOCUMENT_SUFFIXES)} files",
+            )
+        passages = _from_documents(files, path, settings, warn)
+    elif path.suffix.lower() in DOCUMENT_SUFFIXES:
+        passages = _from_documents([path], path, settings, warn)
+    elif path.suffix.lower() in (".json", ".jsonl"):
+        records = _from_jsonl(path) if path.suffix.lower() == ".jsonl" else _from_json(path)
+        passages = [Passage(i, t.strip(), x.strip()) for i, (t, x) in enumerate(records)]
     else:
         raise UserError(
             f"{path} is not a corpus hoprag can read",
-            hint="use a .json list, a .jsonl file, or a folder of .txt/.md files",
+            hint=f"use a .json list, a .jsonl file, a document ({', '.join(DOCUMENT_SUFFIXES)})"
+            " or a folder of documents",
         )
-    passages = [Passage(i, title.strip(), text.strip()) for i, (title, text) in enumerate(records)]
     if not any(p.text for p in passages):
         raise UserError(f"corpus {path} is empty (no passage has any text)")
     return passages

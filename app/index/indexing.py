@@ -121,9 +121,16 @@ def _write_sqlite(
         sentence_id = 0
         with db:
             db.executemany(
-                "INSERT INTO passages VALUES (?, ?, ?, ?, ?)",
+                "INSERT INTO passages VALUES (?, ?, ?, ?, ?, ?)",
                 (
-                    (p.id, p.title, p.text, p.content_hash, vectors[p.content_hash])
+                    (
+                        p.id,
+                        p.title,
+                        p.text,
+                        p.content_hash,
+                        vectors[p.content_hash],
+                        json.dumps(p.source.to_dict()) if p.source else None,
+                    )
                     for p in passages
                 ),
             )
@@ -185,7 +192,7 @@ def build_index(
 ) -> IndexReport:
     """Index `source` under `name`; a no-op if the corpus is unchanged."""
     check_name(name)
-    passages = load_corpus(source)  # every input error surfaces before any model loads
+    passages = load_corpus(source, settings)  # input errors surface before any model loads
     fp = fingerprint(passages)
     root = settings.indexes_dir
     root.mkdir(parents=True, exist_ok=True)

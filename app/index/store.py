@@ -37,16 +37,17 @@ from chromadb.config import Settings as ChromaSettings
 
 from app.checks import check_name, require_index
 from app.errors import ServiceError, UserError
+from app.index.documents import Source
 from app.settings import Settings
 
-INDEX_FORMAT = 1
+INDEX_FORMAT = 2  # 2: passages keep their source in a document
 COLLECTION = "passages"
 
 SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE passages (
     id INTEGER PRIMARY KEY, title TEXT NOT NULL, text TEXT NOT NULL,
-    content_hash TEXT NOT NULL, embedding BLOB NOT NULL
+    content_hash TEXT NOT NULL, embedding BLOB NOT NULL, source TEXT
 );
 CREATE TABLE sentences (
     id INTEGER PRIMARY KEY, passage_id INTEGER NOT NULL REFERENCES passages(id),
@@ -103,6 +104,17 @@ class PassageRecord:
     id: int
     title: str
     text: str
+    source: Source | None = None
+
+    def cite(self) -> str:
+        """What a citation names: the place in a document, else the passage's title."""
+        return self.source.cite() if self.source else self.title
+
+    def citation(self) -> dict[str, Any]:
+        cited: dict[str, Any] = {"id": self.id, "title": self.title, "cite": self.cite()}
+        if self.source is not None:
+            cited["source"] = self.source.to_dict()
+        return cited
 
 
 @dataclass(frozen=True)
@@ -226,9 +238,12 @@ class CorpusIndex:
             return []
         marks = ",".join("?" * len(ids))
         rows = self.db.execute(
-            f"SELECT id, title, text FROM passages WHERE id IN ({marks})", ids
+            f"SELECT id, title, text, source FROM passages WHERE id IN ({marks})", ids
         ).fetchall()
-        by_id = {r[0]: PassageRecord(*r) for r in rows}
+        by_id = {
+            pid: PassageRecord(pid, title, text, Source.from_dict(json.loads(src)) if src else None)
+            for pid, title, text, src in rows
+        }
         return [by_id[i] for i in ids if i in by_id]
 
     def embeddings(self, ids: list[int]) -> np.ndarray:

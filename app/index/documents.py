@@ -1,0 +1,369 @@
+"""Documents into passages: PDF, HTML, Word, Markdown and plain text.
+
+A document is split by its own structure first (headings and their sections, PDF pages),
+then each section to a target size at sentence ends. A passage's title is the document
+title plus its section path, joined by `SECTION_SEP`: titles carry the
+entity names that retrieval and the decision model rely on. Every passage keeps its
+source (file, section path, page, character offsets in the document's extracted text),
+which citations show.
+
+The formats are read by maintained libraries: pypdf (text per page, the outline for
+headings), trafilatura (an HTML page's main text and headings, as Markdown), python-docx
+(paragraphs and heading styles), LangChain's Markdown header splitter, and LangChain's
+spaCy splitter (rule-based sentence ends) for size. A document that cannot be read is
+skipped with one line naming it and why; the others are still indexed.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from app.errors import UserError
+
+DOCUMENT_SUFFIXES = (".md", ".markdown", ".txt", ".html", ".htm", ".pdf", ".docx")
+SECTION_SEP = " \u203a "  # "Regional handbook > Tavistrom College", with a single guillemet
+_BINARY_PROBE = 8192  # bytes read to tell text from binary
+_HEADERS = [("#" * n, str(n)) for n in range(1, 7)]
+_HEADING_STYLE = re.compile(r"^heading (\d)$", re.IGNORECASE)
+
+
+class DocumentSkipped(Exception):
+    """A document that is not indexed; the message says why, for a warning line."""
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a passage comes from inside a document."""
+
+    file: str  # relative to the indexed folder (or the file's own name)
+    section: tuple[str, ...] = ()
+    page: int | None = None
+    start: int = 0  # character offsets in the document's extracted text
+    end: int = 0
+
+    def cite(self) -> str:
+        """The file, its section path and the page: "handbook2.md > Tavistrom College, p. 3"
+        (with `SECTION_SEP`)."""
+        where = SECTION_SEP.join([self.file, *self.section])
+        return f"{where}, p. {self.page}" if self.page else where
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "section": list(self.section)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Source:
+        return cls(**{**data, "section": tuple(data.get("section") or ())})
+
+
+def format_citations(citations: list[dict[str, Any]]) -> str:
+    """Citations on one line, "[3] handbook2.md > Tavistrom College, p. 2; [7] ..." with
+    `SECTION_SEP` (threads from before sources were kept cite by title)."""
+    return "; ".join(f"[{c['id']}] {c.get('cite') or c['title']}" for c in citations)
+
+
+@dataclass(frozen=True)
+class Block:
+    """One structural unit of a document: a section's text, or a page's."""
+
+    section: tuple[str, ...]
+    text: str
+    page: int | None = None
+
+
+@dataclass(frozen=True)
+class Extracted:
+    """What a reader made of a document: its title if it names one, its whole text as
+    extracted (what source offsets count in), and its blocks in order."""
+
+    title: str | None
+    text: str
+    blocks: list[Block]
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A passage cut from a document: its title, its text and where it comes from."""
+
+    title: str
+    text: str
+    source: Source
+
+
+# -- Reading each format into blocks ------------------------------------------------------
+
+
+def _decode(raw: bytes, name: str, warn: Callable[[str], None]) -> str:
+    if b"\x00" in raw[:_BINARY_PROBE]:
+        raise DocumentSkipped("binary data, not text")
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        warn(f"{name}: not UTF-8, read as Windows-1252 (some characters may be wrong)")
+        return raw.decode("cp1252", errors="replace")
+
+
+def _markdown_blocks(text: str) -> Extracted:
+    """Sections under Markdown headings; a lone top heading is the document's title."""
+    from langchain_text_splitters import MarkdownHeaderTextSplitter
+
+    splitter = MarkdownHeaderTextSplitter(_HEADERS, strip_headers=True)
+    parts = [
+        (tuple(d.metadata[k] for k in sorted(d.metadata)), d.page_content)
+        for d in splitter.split_text(text)
+    ]
+    title = None
+    levels = re.findall(r"^(#{1,6})\s", text, re.MULTILINE)
+    if levels[:1] == ["#"] and levels.count("#") == 1:  # one top heading: the title
+        title = next(section[0] for section, _ in parts if section)
+        parts = [(section[1:], body) for section, body in parts]
+    return Extracted(title, text, [Block(section, body) for section, body in parts])
+
+
+def _read_markdown(path: Path, warn: Callable[[str], None]) -> Extracted:
+    return _markdown_blocks(_decode(path.read_bytes(), path.name, warn))
+
+
+def _read_text(path: Path, warn: Callable[[str], None]) -> Extracted:
+    text = _decode(path.read_bytes(), path.name, warn)
+    return Extracted(None, text, [Block((), text)])
+
+
+def _read_html(path: Path, warn: Callable[[str], None]) -> Extracted:
+    """The page's main text and headings (no menus or footers), as Markdown sections."""
+    import trafilatura
+
+    page = _decode(path.read_bytes(), path.name, warn)
+    text = trafilatura.extract(
+        page, output_format="markdown", include_formatting=True, favor_recall=True
+    )
+    if not text:
+        raise DocumentSkipped("no main text found in the page")
+    extracted = _markdown_blocks(text)
+    meta = trafilatura.extract_metadata(page)
+    if meta and meta.title:
+        return Extracted(meta.title, extracted.text, extracted.blocks)
+    return extracted
+
+
+def _read_docx(path: Path, warn: Callable[[str], None]) -> Extracted:
+    """Paragraphs grouped under their heading styles (Heading 1, Heading 2, ...)."""
+    import docx
+    from docx.opc.exceptions import PackageNotFoundError
+
+    try:
+        document = docx.Document(str(path))
+    except (PackageNotFoundError, ValueError, KeyError) as exc:
+        raise DocumentSkipped(f"not a readable Word document ({exc})") from None
+    title = document.core_properties.title or None
+    blocks: list[Block] = []
+    section: list[str] = []
+    lines: list[str] = []
+
+    def close() -> None:
+        if any(line.strip() for line in lines):
+            blocks.append(Block(tuple(section), "\n\n".join(lines)))
+
+    for paragraph in document.paragraphs:
+        style = paragraph.style.name if paragraph.style is not None else ""
+        text = paragraph.text.strip()
+        level = _HEADING_STYLE.match(style)
+        if style == "Title" and text:
+            title = title or text
+        elif level and text:
+            close()
+            depth = int(level.group(1))
+            section = [*section[: depth - 1], text]
+            lines = []
+        elif text:
+            lines.append(text)
+    close()
+    return Extracted(title, "\n".join(p.text for p in document.paragraphs), blocks)
+
+
+def _outline(reader: Any) -> dict[int, list[tuple[int, str]]]:
+    """The PDF's bookmarks by page: (depth, title) in order."""
+    by_page: dict[int, list[tuple[int, str]]] = {}
+
+    def walk(items: list[Any], depth: int) -> None:
+        for item in items:
+            if isinstance(item, list):
+                walk(item, depth + 1)
+                continue
+            try:
+                page = reader.get_destination_page_number(item)
+            except Exception:  # a bookmark to nowhere is no heading
+                continue
+            by_page.setdefault(page, []).append((depth, str(item.title).strip()))
+
+    try:
+        walk(reader.outline, 0)
+    except Exception:  # a damaged outline: pages alone
+        return {}
+    return by_page
+
+
+def _read_pdf(path: Path, warn: Callable[[str], None]) -> Extracted:
+    """Text per page; the outline's titles, where they start a line, open sections."""
+    from pypdf import PdfReader
+    from pypdf.errors import PdfReadError
+
+    try:
+        reader = PdfReader(str(path))
+        if reader.is_encrypted and not reader.decrypt(""):
+            raise DocumentSkipped("encrypted PDF (a password is needed)")
+        pages = [page.extract_text() or "" for page in reader.pages]
+        outline = _outline(reader)
+        info = reader.metadata
+    except DocumentSkipped:
+        raise
+    except (PdfReadError, OSError, ValueError, KeyError, TypeError) as exc:
+        raise DocumentSkipped(f"damaged PDF ({type(exc).__name__}: {exc})") from None
+    if not any(page.strip() for page in pages):
+        raise DocumentSkipped("the PDF has no text layer (a scan?); run OCR first")
+    blocks: list[Block] = []
+    section: list[str] = []
+    for number, page in enumerate(pages):
+        heads = outline.get(number, [])
+        lines: list[str] = []
+        for line in page.splitlines():
+            match = next((h for h in heads if line.strip() == h[1]), None)
+            if match is None:
+                lines.append(line)
+                continue
+            if any(x.strip() for x in lines):
+                blocks.append(Block(tuple(section), "\n".join(lines), number + 1))
+            depth, head = match
+            heads = heads[heads.index(match) + 1 :]
+            section = [*section[:depth], head]
+            lines = []
+        if any(x.strip() for x in lines):
+            blocks.append(Block(tuple(section), "\n".join(lines), number + 1))
+    title = str(info.title).strip() if info is not None and info.title else None
+    return Extracted(title, "\n".join(pages), blocks)
+
+
+_READERS: dict[str, Callable[[Path, Callable[[str], None]], Extracted]] = {
+    ".md": _read_markdown,
+    ".markdown": _read_markdown,
+    ".txt": _read_text,
+    ".html": _read_html,
+    ".htm": _read_html,
+    ".pdf": _read_pdf,
+    ".docx": _read_docx,
+}
+
+
+# -- Splitting to size -------------------------------------------------------------------
+
+
+def _words(text: str) -> int:
+    return len(text.split())
+
+
+@cache
+def _splitter(chunk_words: int) -> Any:
+    """Sentences (spaCy's rule-based sentencizer) merged up to `chunk_words` words; a
+    longer sentence stays whole."""
+    from langchain_text_splitters import SpacyTextSplitter
+
+    logging.getLogger("langchain_text_splitters.base").setLevel(logging.ERROR)
+    return SpacyTextSplitter(
+        separator=" ",
+        pipeline="sentencizer",
+        chunk_size=chunk_words,
+        chunk_overlap=0,
+        length_function=_words,
+    )
+
+
+def _normalise(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def chunk_document(
+    path: Path,
+    file: str,
+    *,
+    chunk_words: int,
+    max_bytes: int,
+    warn: Callable[[str], None],
+) -> list[Chunk]:
+    """One document's passages, or `DocumentSkipped` with the reason."""
+    reader = _READERS.get(path.suffix.lower())
+    if reader is None:
+        raise DocumentSkipped(f"{path.suffix or 'no suffix'}: not a format hoprag reads")
+    size = path.stat().st_size
+    if size == 0:
+        raise DocumentSkipped("empty file")
+    if size > max_bytes:
+        raise DocumentSkipped(
+            f"{size / 2**20:.1f} MB, over the {max_bytes / 2**20:.0f} MB limit "
+            "(HOPRAG_MAX_DOCUMENT_MB)"
+        )
+    extracted = reader(path, warn)
+    title = extracted.title or path.stem
+    chunks = []
+    cursor = 0
+    for block in extracted.blocks:
+        text = _normalise(block.text)
+        if not text:
+            continue
+        for piece in _splitter(chunk_words).split_text(text):
+            start, cursor = _locate(extracted.text, piece, cursor)
+            source = Source(file, block.section, block.page, start, cursor)
+            chunks.append(Chunk(SECTION_SEP.join([title, *block.section]), piece, source))
+    if not chunks:
+        raise DocumentSkipped("no text")
+    return chunks
+
+
+def _locate(text: str, piece: str, cursor: int) -> tuple[int, int]:
+    """Where `piece` (its whitespace collapsed) lies in `text`, from `cursor` on. Where the
+    reader changed it (Markdown's line breaks), from its first word to its last."""
+    words = piece.split()
+    exact = re.compile(r"\s+".join(map(re.escape, words))).search(text, cursor)
+    if exact:
+        return exact.start(), exact.end()
+    start = text.find(words[0], cursor)
+    if start < 0:
+        return cursor, cursor
+    end = text.find(words[-1], start)
+    return start, (end + len(words[-1]) if end >= 0 else start + len(words[0]))
+
+
+def documents_in(folder: Path) -> list[Path]:
+    """The documents of a folder that hoprag reads, in sorted path order."""
+    try:
+        return sorted(
+            f for f in folder.rglob("*") if f.suffix.lower() in DOCUMENT_SUFFIXES and f.is_file()
+        )
+    except PermissionError:
+        raise UserError(f"folder {folder} cannot be read (permission denied)") from None
+
+
+def chunk_documents(
+    files: list[Path],
+    root: Path,
+    *,
+    chunk_words: int,
+    max_bytes: int,
+    warn: Callable[[str], None],
+) -> Iterator[Chunk]:
+    """Every document's passages, one document read at a time; a document that cannot be
+    read is one warning line and is skipped."""
+    for path in files:
+        name = str(path.relative_to(root)) if path != root else path.name
+        try:
+            yield from chunk_document(
+                path, name, chunk_words=chunk_words, max_bytes=max_bytes, warn=warn
+            )
+        except DocumentSkipped as exc:
+            warn(f"{name}: skipped, {exc}")
+        except PermissionError:
+            warn(f"{name}: skipped, permission denied")

@@ -1,0 +1,181 @@
+"""`deft` over the benchmark corpora written as documents (issue 51): does splitting
+real documents by structure keep the passage-level answers?
+
+    python -m bench.documents --benchmarks 2wikimultihopqa --formats md [--limit 60]
+
+Each corpus is written as files of PASSAGES_PER_FILE passages in corpus order (gold and
+distractor passages mixed as they come): Markdown and HTML with every passage a section
+under its title, PDF with every passage a bookmarked heading and its text, and plain text
+without headings. The folder goes through `hoprag index` as a user's would; a question's
+gold passages become the passages cut from the gold passage's text, and `deft` runs on
+the first LIMIT dev questions through `hoprag eval` into
+bench/results/eval/BENCHMARK-deft-FORMAT (resumable, as bench.run_systems).
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from app.index.store import CorpusIndex
+from app.settings import Settings
+from bench.common import RESULTS, load_results, require_data, run_measured, save
+from bench.run_systems import HOPRAG
+
+PASSAGES_PER_FILE = 20
+FORMATS = ("md", "html", "pdf", "txt")
+PDF_FONT = Path("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf")  # Debian fonts-dejavu
+
+
+def _write(fmt: str, path: Path, title: str, passages: list[dict[str, str]]) -> None:
+    if fmt == "md":
+        body = "\n\n".join(f"## {p['title']}\n\n{p['text']}" for p in passages)
+        path.write_text(f"# {title}\n\n{body}\n")
+    elif fmt == "txt":
+        path.write_text("\n\n".join(p["text"] for p in passages) + "\n")
+    elif fmt == "html":
+        sections = "".join(
+            f"<section><h2>{html.escape(p['title'])}</h2><p>{html.escape(p['text'])}</p></section>"
+            for p in passages
+        )
+        path.write_text(
+            f"<!doctype html><html><head><title>{html.escape(title)}</title></head><body>"
+            f"<nav><a href='index.html'>Contents</a></nav><main><h1>{html.escape(title)}</h1>"
+            f"{sections}</main><footer>{html.escape(title)}</footer></body></html>"
+        )
+    else:
+        from fpdf import FPDF  # a dev dependency
+
+        pdf = FPDF()
+        pdf.set_title(title)
+        pdf.add_font("dejavu", "", str(PDF_FONT))
+        pdf.add_page()
+        for p in passages:
+            pdf.start_section(p["title"])
+            pdf.set_font("dejavu", "", 13)
+            pdf.multi_cell(0, 7, p["title"], new_x="LMARGIN", new_y="NEXT")
+            pdf.set_font("dejavu", "", 10)
+            pdf.multi_cell(0, 5, p["text"], new_x="LMARGIN", new_y="NEXT")
+        pdf.output(str(path))
+
+
+def write_documents(corpus: list[dict[str, str]], fmt: str, folder: Path, bench: str) -> None:
+    """The corpus as documents, once (a complete folder is kept)."""
+    done = folder / ".complete"
+    if done.is_file():
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    for n, start in enumerate(range(0, len(corpus), PASSAGES_PER_FILE), start=1):
+        group = corpus[start : start + PASSAGES_PER_FILE]
+        _write(fmt, folder / f"part-{n:04d}.{fmt}", f"{bench} part {n}", group)
+    done.write_text("")
+
+
+def _words(text: str, n: int = 12) -> str:
+    return " ".join(text.split()[:n])
+
+
+def gold_chunks(corpus: list[dict[str, str]], index: CorpusIndex) -> dict[int, list[int]]:
+    """Corpus passage id -> the ids of the indexed passages cut from its text: those of
+    its file whose opening words its text holds."""
+    by_file: dict[str, list[Any]] = {}
+    for record in index.passages(list(range(len(index)))):
+        if record.source is not None:
+            by_file.setdefault(record.source.file, []).append(record)
+    chunks: dict[int, list[int]] = {}
+    for file, records in by_file.items():
+        part = int(Path(file).stem.split("-")[1]) - 1
+        first = part * PASSAGES_PER_FILE
+        candidates = range(first, min(first + PASSAGES_PER_FILE, len(corpus)))
+        texts = {c: " ".join(corpus[c]["text"].split()) for c in candidates}
+        for record in records:
+            head = _words(record.text)
+            owner = next((c for c, text in texts.items() if head in text), None)
+            if owner is not None:
+                chunks.setdefault(owner, []).append(record.id)
+    return chunks
+
+
+def derived_questions(
+    questions: list[dict[str, Any]], chunks: dict[int, list[int]], limit: int
+) -> tuple[list[dict[str, Any]], int]:
+    """The first `limit` dev questions with gold ids of the document index; and how many
+    gold passages no indexed passage came from."""
+    dev = [q for q in questions if q.get("split") == "dev"][:limit]
+    lost = 0
+    out = []
+    for q in dev:
+        ids: list[int] = []
+        for gold in q.get("gold_corpus_idx") or []:
+            lost += gold not in chunks
+            ids += chunks.get(gold, [])
+        out.append({**q, "gold_corpus_idx": ids})
+    return out, lost
+
+
+def _pages(folder: Path, fmt: str) -> int | None:
+    if fmt != "pdf":
+        return None
+    from pypdf import PdfReader
+
+    return sum(len(PdfReader(str(f)).pages) for f in sorted(folder.glob("*.pdf")))
+
+
+def _index(folder: Path, name: str, fmt: str) -> None:
+    """`hoprag index` on the folder; a build (not a no-op) is timed into
+    bench/results/documents_index.json."""
+    seconds, _, out = run_measured([HOPRAG, "index", str(folder), "--name", name, "--quiet"])
+    if "up to date" in out:
+        return
+    rows = {r["index"]: r for r in (load_results("documents_index") or {}).get("rows", [])}
+    pages = _pages(folder, fmt)
+    rows[name] = {
+        "index": name,
+        "files": len([f for f in folder.iterdir() if f.suffix == f".{fmt}"]),
+        "pages": pages,
+        "passages": int(out.split(": ", 1)[1].split()[0]),
+        "seconds": round(seconds, 1),
+        "pages_per_minute": round(pages / seconds * 60) if pages else None,
+    }
+    command = "python -m bench.documents (the index step of each BENCHMARK-FORMAT)"
+    save("documents_index", {"command": command, "rows": list(rows.values())})
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--benchmarks", nargs="+", default=["2wikimultihopqa"])
+    parser.add_argument("--formats", nargs="+", default=["md"], choices=FORMATS)
+    parser.add_argument("--limit", type=int, default=60)
+    args = parser.parse_args()
+    data = require_data(args.benchmarks)
+    settings = Settings()
+    root = settings.home / "bench" / "documents"
+    for bench in args.benchmarks:
+        corpus = json.loads((data / bench / "corpus.json").read_text())
+        questions = json.loads((data / bench / "questions.json").read_text())
+        for fmt in args.formats:
+            name = f"{bench}-{fmt}"
+            folder = root / bench / fmt
+            write_documents(corpus, fmt, folder, bench)
+            _index(folder, name, fmt)
+            subprocess.run([HOPRAG, "graph", "build", "--index", name, "--quiet"], check=True)
+            index = CorpusIndex.open(settings, name)
+            derived, lost = derived_questions(questions, gold_chunks(corpus, index), args.limit)
+            index.close()
+            questions_file = root / bench / f"{fmt}-questions.json"
+            questions_file.write_text(json.dumps(derived))
+            print(f"== {name}: {lost} gold passages not found among the indexed", flush=True)
+            out = RESULTS / "eval" / f"{bench}-deft-{fmt}"
+            if not (out / "results.jsonl").is_file():
+                subprocess.run([HOPRAG, "cache", "clear", "--index", name, "--yes"], check=True)
+            command = [HOPRAG, "eval", "--data", str(questions_file), "--index", name]
+            command += ["--split", "dev", "--limit", str(args.limit), "--system", "deft"]
+            subprocess.run([*command, "--out", str(out), "--quiet"], check=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,213 @@
+"""Documents into passages (app/index/documents.py): PDF, HTML, Word, Markdown and text,
+split by their structure then by size, titled by document and section, each passage with
+its source; and every kind of bad document skipped with one line naming it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import docx
+import pytest
+from fpdf import FPDF
+
+from app.errors import UserError
+from app.index.corpus import load_corpus
+from app.index.documents import SECTION_SEP
+from app.settings import Settings
+from tests.conftest import SAMPLE_CORPUS, run_cli
+
+DEMO_QUESTION = "Which river flows through the town where Tavistrom College is located?"
+
+SECTIONS = {
+    "Tavistrom College": "Tavistrom College is a small college in the town of Brisk Hollow. "
+    "It was founded by Augustin Reyvald in 1862.",
+    "Brisk Hollow": "Brisk Hollow is a market town in the eastern hills. The Ulden River "
+    "flows through Brisk Hollow.",
+    "Dunmere College": "Dunmere College is a college in the town of Wexley Ford. The Brask "
+    "River flows through Wexley Ford.",
+}
+
+
+def _load(path: Path, **settings: object) -> tuple[list, list[str]]:
+    warnings: list[str] = []
+    passages = load_corpus(path, Settings(**settings), warn=warnings.append)
+    return passages, warnings
+
+
+def _pdf(path: Path, pages: list[list[str]], *, password: str = "") -> Path:
+    """A PDF with a text layer, one bookmarked heading per section."""
+    pdf = FPDF()
+    pdf.set_title("Regional handbook")
+    for page in pages:
+        pdf.add_page()
+        for heading in page:
+            pdf.start_section(heading)
+            pdf.set_font("helvetica", "B", 14)
+            pdf.multi_cell(0, 8, heading, new_x="LMARGIN", new_y="NEXT")
+            pdf.set_font("helvetica", "", 11)
+            pdf.multi_cell(0, 6, SECTIONS[heading], new_x="LMARGIN", new_y="NEXT")
+    if password:
+        pdf.set_encryption(owner_password="owner", user_password=password)
+    pdf.output(str(path))
+    return path
+
+
+def test_a_two_page_pdf_gives_sections_titled_and_paged(tmp_path: Path) -> None:
+    _pdf(tmp_path / "handbook.pdf", [["Tavistrom College", "Brisk Hollow"], ["Dunmere College"]])
+    passages, warnings = _load(tmp_path / "handbook.pdf")
+    assert warnings == []
+    assert [p.title for p in passages] == [
+        f"Regional handbook{SECTION_SEP}{name}" for name in SECTIONS
+    ]
+    assert [p.source.page for p in passages] == [1, 1, 2]
+    assert "Ulden River" in passages[1].text and "Brisk Hollow" not in passages[0].title
+    assert passages[2].source.cite() == f"handbook.pdf{SECTION_SEP}Dunmere College, p. 2"
+
+
+def test_an_html_page_keeps_its_main_text_and_headings(tmp_path: Path) -> None:
+    body = "".join(f"<h2>{h}</h2><p>{t}</p>" for h, t in SECTIONS.items())
+    (tmp_path / "page.html").write_text(
+        "<html><head><title>Regional handbook</title></head><body>"
+        "<nav><a href='/'>Home</a> | <a href='/about'>About us</a></nav>"
+        f"<main><h1>Regional handbook</h1>{body}</main>"
+        "<footer>Copyright 2026 Handbook Press, all rights reserved</footer></body></html>"
+    )
+    passages, _ = _load(tmp_path / "page.html")
+    assert [p.title for p in passages] == [
+        f"Regional handbook{SECTION_SEP}{name}" for name in SECTIONS
+    ]
+    text = " ".join(p.text for p in passages)
+    assert "Copyright" not in text and "About us" not in text
+
+
+def test_a_word_document_is_split_by_its_heading_styles(tmp_path: Path) -> None:
+    document = docx.Document()
+    document.add_heading("Regional handbook", 0)  # the Title style
+    document.add_heading("Colleges", 1)
+    for name in ("Tavistrom College", "Dunmere College"):
+        document.add_heading(name, 2)
+        document.add_paragraph(SECTIONS[name])
+    document.add_heading("Brisk Hollow", 1)
+    document.add_paragraph(SECTIONS["Brisk Hollow"])
+    document.save(str(tmp_path / "handbook.docx"))
+    passages, _ = _load(tmp_path / "handbook.docx")
+    assert [p.source.section for p in passages] == [
+        ("Colleges", "Tavistrom College"),
+        ("Colleges", "Dunmere College"),
+        ("Brisk Hollow",),
+    ]
+    assert passages[0].title == SECTION_SEP.join(
+        ["Regional handbook", "Colleges", "Tavistrom College"]
+    )
+
+
+def _long_markdown(sections: int = 12, sentences: int = 30) -> str:
+    parts = ["# Atlas of invented towns\n"]
+    for s in range(sections):
+        lines = [
+            f"Town {s} has a sentence numbered {n} about its river and its market."
+            for n in range(sentences)
+        ]
+        parts.append(f"## Town {s}\n\n" + " ".join(lines) + "\n")
+    return "\n".join(parts)
+
+
+def test_a_long_markdown_file_is_cut_at_sentences_to_size(tmp_path: Path) -> None:
+    text = _long_markdown()
+    (tmp_path / "atlas.md").write_text(text)
+    passages, _ = _load(tmp_path / "atlas.md", chunk_words=60)
+    assert len(passages) > 12  # each section cut in several passages
+    for p in passages:
+        assert len(p.text.split()) <= 60 and p.text.endswith(".")  # whole sentences
+        section = p.source.section[0]
+        assert p.title == f"Atlas of invented towns{SECTION_SEP}{section}"
+        assert p.text.startswith(section)  # no passage crosses a heading
+        assert " ".join(text[p.source.start : p.source.end].split()) == p.text  # offsets
+
+
+def test_folders_mix_formats_in_path_order(tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "b.md").write_text("# B\nbeta is here.")
+    (tmp_path / "a.txt").write_text("alpha is here.")
+    (tmp_path / "sub" / "c.txt").write_text("gamma is here.")
+    _pdf(tmp_path / "sub" / "d.pdf", [["Brisk Hollow"]])
+    passages, warnings = _load(tmp_path)
+    assert [(p.title, p.source.file) for p in passages] == [
+        ("a", "a.txt"),
+        ("B", "b.md"),
+        ("c", "sub/c.txt"),
+        (f"Regional handbook{SECTION_SEP}Brisk Hollow", "sub/d.pdf"),
+    ]
+    assert passages[1].text == "beta is here." and warnings == []
+
+
+def _scanned_pdf(path: Path) -> None:
+    pdf = FPDF()
+    pdf.add_page()
+    pdf.rect(20, 20, 120, 160, style="F")  # a page that is all picture
+    pdf.output(str(path))
+
+
+BAD = {
+    "scan.pdf": (_scanned_pdf, "no text layer"),
+    "locked.pdf": (lambda p: _pdf(p, [["Brisk Hollow"]], password="secret"), "encrypted"),
+    "broken.pdf": (lambda p: p.write_bytes(b"%PDF-1.7\n1 0 obj <<"), "damaged PDF"),
+    "binary.txt": (lambda p: p.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00"), "binary"),
+    "empty.md": (lambda p: p.write_text(""), "empty file"),
+    "huge.txt": (lambda p: p.write_text("word " * 300_000), "over the 1 MB limit"),
+    "broken.docx": (lambda p: p.write_bytes(b"PK not a zip"), "not a readable Word"),
+}
+
+
+def test_bad_documents_are_skipped_with_one_line_each_and_the_rest_indexed(
+    tmp_path: Path,
+) -> None:
+    for name, (make, _) in BAD.items():
+        make(tmp_path / name)
+    (tmp_path / "good.md").write_text("## Brisk Hollow\n\n" + SECTIONS["Brisk Hollow"])
+    (tmp_path / "latin.txt").write_bytes("Caf\xe9 Ulden sits on the river.".encode("cp1252"))
+    passages, warnings = _load(tmp_path, max_document_mb=1)
+    assert [p.source.file for p in passages] == ["good.md", "latin.txt"]
+    assert passages[1].text == "Café Ulden sits on the river."
+    for name, (_, why) in BAD.items():
+        lines = [w for w in warnings if w.startswith(f"{name}: skipped")]
+        assert len(lines) == 1 and why in lines[0], (name, warnings)
+    assert any(w.startswith("latin.txt: not UTF-8") for w in warnings)
+
+
+def test_a_folder_without_documents_is_a_clear_error(tmp_path: Path) -> None:
+    (tmp_path / "notes.csv").write_text("a,b\n")
+    with pytest.raises(UserError, match="holds no documents"):
+        load_corpus(tmp_path)
+    (tmp_path / "empty.md").write_text("")
+    with pytest.raises(UserError, match="empty"):
+        load_corpus(tmp_path, warn=lambda _: None)
+
+
+@pytest.mark.e2e
+def test_a_multi_hop_answer_over_one_long_markdown_file_cites_its_sections(
+    home: Path, tmp_path: Path
+) -> None:
+    """The sample's 24 passages as sections of one Markdown handbook: `hoprag index` on
+    the folder, then the demo question through the CLI, answered and cited by section."""
+    sample = json.loads(SAMPLE_CORPUS.read_text())
+    folder = tmp_path / "handbooks"
+    folder.mkdir()
+    (folder / "handbook.md").write_text(
+        "# Regional handbook\n\n" + "\n\n".join(f"## {p['title']}\n\n{p['text']}" for p in sample)
+    )
+    built = run_cli("index", str(folder), "--name", "handbook", "--quiet", home=home)
+    assert built.returncode == 0 and "24 passages" in built.stdout, built.stderr
+    asked = run_cli("ask", DEMO_QUESTION, "--index", "handbook", "--show-passages", home=home)
+    assert asked.returncode == 0, asked.stderr
+    assert asked.stdout.splitlines()[0] == "Ulden River"
+    cited = next(line for line in asked.stderr.splitlines() if "cited:" in line)
+    assert f"handbook.md{SECTION_SEP}Brisk Hollow" in cited
+    assert f"handbook.md{SECTION_SEP}Brisk Hollow\nBrisk Hollow is a market town" in asked.stdout
+
+
+@pytest.mark.parametrize("bad", [{"chunk_words": 3}, {"max_document_mb": 0}])
+def test_document_settings_out_of_range_are_refused(bad: dict[str, float]) -> None:
+    with pytest.raises(UserError, match="out of range"):
+        Settings(**bad)
