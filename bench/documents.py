@@ -2,6 +2,7 @@
 real documents by structure keep the passage-level answers?
 
     python -m bench.documents --benchmarks 2wikimultihopqa --formats md [--limit 60]
+        [--index-only]
 
 Each corpus is written as files of PASSAGES_PER_FILE passages in corpus order (gold and
 distractor passages mixed as they come): Markdown and HTML with every passage a section
@@ -56,10 +57,10 @@ def _write(fmt: str, path: Path, title: str, passages: list[dict[str, str]]) -> 
         pdf.add_page()
         for p in passages:
             pdf.start_section(p["title"])
-            pdf.set_font("dejavu", "", 13)
-            pdf.multi_cell(0, 7, p["title"], new_x="LMARGIN", new_y="NEXT")
-            pdf.set_font("dejavu", "", 10)
-            pdf.multi_cell(0, 5, p["text"], new_x="LMARGIN", new_y="NEXT")
+            pdf.set_font("dejavu", "", 14)  # a book's sizes: about 450 words a page
+            pdf.multi_cell(0, 8, p["title"], new_x="LMARGIN", new_y="NEXT")
+            pdf.set_font("dejavu", "", 11)
+            pdf.multi_cell(0, 6, p["text"], new_x="LMARGIN", new_y="NEXT")
         pdf.output(str(path))
 
 
@@ -150,6 +151,7 @@ def main() -> None:
     parser.add_argument("--benchmarks", nargs="+", default=["2wikimultihopqa"])
     parser.add_argument("--formats", nargs="+", default=["md"], choices=FORMATS)
     parser.add_argument("--limit", type=int, default=60)
+    parser.add_argument("--index-only", action="store_true", help="write and index, no eval")
     args = parser.parse_args()
     data = require_data(args.benchmarks)
     settings = Settings()
@@ -162,6 +164,8 @@ def main() -> None:
             folder = root / bench / fmt
             write_documents(corpus, fmt, folder, bench)
             _index(folder, name, fmt)
+            if args.index_only:
+                continue
             subprocess.run([HOPRAG, "graph", "build", "--index", name, "--quiet"], check=True)
             index = CorpusIndex.open(settings, name)
             derived, lost = derived_questions(questions, gold_chunks(corpus, index), args.limit)

@@ -211,3 +211,14 @@ def test_a_multi_hop_answer_over_one_long_markdown_file_cites_its_sections(
 def test_document_settings_out_of_range_are_refused(bad: dict[str, float]) -> None:
     with pytest.raises(UserError, match="out of range"):
         Settings(**bad)
+
+
+def test_a_passage_cut_from_a_document_links_by_its_own_heading() -> None:
+    """Title links (DM_direct's features, the direct answer's reading) follow a section's
+    heading, not the document title and path before it."""
+    from tools.title_links import title_key, title_links
+
+    hollow = f"Atlas{SECTION_SEP}Towns{SECTION_SEP}Brisk Hollow: The Ulden River flows here."
+    college = f"Atlas{SECTION_SEP}Tavistrom College: A college in the town of Brisk Hollow."
+    assert title_key(hollow) == "brisk hollow"
+    assert title_links([hollow, college])[1, 0]
