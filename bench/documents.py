@@ -6,11 +6,14 @@ real documents by structure keep the passage-level answers?
 
 Each corpus is written as files of PASSAGES_PER_FILE passages in corpus order (gold and
 distractor passages mixed as they come): Markdown and HTML with every passage a section
-under its title, PDF with every passage a bookmarked heading and its text, and plain text
-without headings. The folder goes through `hoprag index` as a user's would; a question's
-gold passages become the passages cut from the gold passage's text, and `deft` runs on
-the first LIMIT dev questions through `hoprag eval` into
-bench/results/eval/BENCHMARK-deft-FORMAT (resumable, as bench.run_systems).
+under its title, PDF with every passage a bookmarked heading and its text (in DejaVu
+Sans, which lacks CJK and Indic glyphs: those characters are missing from the PDFs), and
+plain text without headings. The folder goes through `hoprag index` as a user's would; a
+question's gold passages become the passages cut from the gold passage's text, and `deft`
+runs on the first LIMIT dev questions through `hoprag eval` into
+bench/results/eval/BENCHMARK-deft-FORMAT (resumable, as bench.run_systems). With
+`--index-only` it writes and indexes, timing each new build into
+bench/results/documents_index.json (pages per minute for PDF).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from __future__ import annotations
 import argparse
 import html
 import json
+import logging
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -51,6 +55,7 @@ def _write(fmt: str, path: Path, title: str, passages: list[dict[str, str]]) -> 
     else:
         from fpdf import FPDF  # a dev dependency
 
+        logging.getLogger("fpdf").setLevel(logging.ERROR)  # glyphs DejaVu lacks: CJK, Indic
         pdf = FPDF()
         pdf.set_title(title)
         pdf.add_font("dejavu", "", str(PDF_FONT))
