@@ -23,6 +23,7 @@ import html
 import json
 import logging
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -147,7 +148,7 @@ def _index(folder: Path, name: str, fmt: str) -> None:
         "seconds": round(seconds, 1),
         "pages_per_minute": round(pages / seconds * 60) if pages else None,
     }
-    command = "python -m bench.documents (the index step of each BENCHMARK-FORMAT)"
+    command = "python -m bench.documents " + " ".join(sys.argv[1:])
     save("documents_index", {"command": command, "rows": list(rows.values())})
 
 
