@@ -120,34 +120,37 @@ def require_engine(settings: Settings, model: Path) -> Path:
     """The compiled server, proven on this CPU; one met on another CPU is smoke-run first.
 
     A clear error says how to build it when it is missing or does not run here."""
-    binary = engine_path(settings)
-    if not is_built(settings):
+    stamp = read_stamp(settings)
+    if stamp is None:
         raise UserError(
             "the embedded llama.cpp server is not built",
             hint="run `hoprag llm build` (about 10 minutes on 2 cores, once), or set "
             "HOPRAG_LLM_BASE_URL to an OpenAI-compatible endpoint",
         )
     cpu = Cpu.here()
-    if runs_here(settings, cpu):
-        return binary
+    if cpu.key() in stamp["runs_on"]:
+        return engine_path(settings)
     print("checking that llama-server, built on another CPU, runs on this one ...", file=sys.stderr)
     try:
-        smoke_run(binary, model, _log_path(settings, "engine-smoke"), settings.llm_threads)
+        return _prove_here(settings, model, cpu, _log_path(settings, "engine-smoke"))
     except SmokeFailure as exc:
         raise ServiceError(
             f"the embedded llama.cpp server was built on another CPU and does not run on "
             f"this one: {exc}",
             hint=REBUILD_HINT,
         ) from None
-    _record_runs_on(binary, cpu)
-    return binary
 
 
-def _record_runs_on(binary: Path, cpu: Cpu) -> None:
+def _prove_here(settings: Settings, model: Path, cpu: Cpu, log: Path) -> Path:
+    """Smoke-run the installed binary on this CPU and record it in the stamp, or raise
+    `SmokeFailure`."""
+    binary = engine_path(settings)
+    smoke_run(binary, model, log, settings.llm_threads)
     stamp = json.loads(_stamp_path(binary).read_text())
     if cpu.key() not in stamp["runs_on"]:
         stamp["runs_on"].append(cpu.key())
         _write_stamp(binary, stamp)
+    return binary
 
 
 # -- Processes: free ports, exit statuses, the smoke run -------------------------------
@@ -229,10 +232,14 @@ def smoke_run(binary: Path, model: Path, log: Path, threads: int | None = None) 
         out.flush()
         proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
     root = f"http://127.0.0.1:{port}"
+
+    def died() -> SmokeFailure:
+        return SmokeFailure(f"{exit_reason(proc.returncode)}: {log_tail(log)}")
+
     try:
         if not wait_healthy(proc, root, ENGINE_SMOKE_TIMEOUT_S):
             if proc.poll() is not None:
-                raise SmokeFailure(f"{exit_reason(proc.returncode)}: {log_tail(log)}")
+                raise died()
             raise SmokeFailure(f"not ready in {ENGINE_SMOKE_TIMEOUT_S:.0f}s")
         body = {"prompt": ENGINE_SMOKE_PROMPT, "n_predict": ENGINE_SMOKE_TOKENS, "temperature": 0}
         try:
@@ -240,7 +247,7 @@ def smoke_run(binary: Path, model: Path, log: Path, threads: int | None = None) 
         except (urllib.error.URLError, ConnectionError, TimeoutError, ValueError) as exc:
             time.sleep(SERVER_HEALTH_POLL_S)  # a crash closes the socket before the exit
             if proc.poll() is not None:
-                raise SmokeFailure(f"{exit_reason(proc.returncode)}: {log_tail(log)}") from None
+                raise died() from None
             raise SmokeFailure(f"no completion: {exc}") from None
         if int(reply.get("tokens_predicted") or 0) < 1:
             raise SmokeFailure(f"wrote no tokens: {str(reply)[:200]}")
@@ -405,11 +412,10 @@ def build(
             return BuildReport(binary, str(stamp.get("flag_set")), compiled=False)
         notify("llama-server was built on another CPU: checking that it runs on this one ...")
         try:
-            smoke_run(binary, model, log, settings.llm_threads)
+            _prove_here(settings, model, cpu, log)
         except SmokeFailure as exc:
             notify(f"it does not ({exc}); rebuilding")
         else:
-            _record_runs_on(binary, cpu)
             return BuildReport(binary, str(stamp.get("flag_set")), compiled=False)
     if not shutil.which("cmake") or not (shutil.which("c++") or shutil.which("g++")):
         raise UserError(

@@ -24,7 +24,8 @@ from typing import BinaryIO
 from tqdm import tqdm
 
 from app.errors import UserError
-from app.llm.engine import engine_path, read_stamp, runs_here
+from app.llm.cpu import Cpu
+from app.llm.engine import engine_path, read_stamp
 from app.settings import EMBEDDING_PACKAGE, SPACY_MODEL, Settings
 
 CHUNK = 1 << 20
@@ -274,7 +275,7 @@ def _engine_state(settings: Settings) -> str:
     stamp = read_stamp(settings)
     if stamp is None:
         return "missing"
-    if not runs_here(settings):
+    if Cpu.here().key() not in stamp["runs_on"]:
         return "built, not yet run on this CPU"
     return f"built ({stamp.get('flag_set')})"
 
