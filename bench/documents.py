@@ -11,7 +11,9 @@ Sans, which lacks CJK and Indic glyphs: those characters are missing from the PD
 plain text without headings. The folder goes through `hoprag index` as a user's would; a
 question's gold passages become the passages cut from the gold passage's text, and `deft`
 runs on the first LIMIT dev questions through `hoprag eval` into
-bench/results/eval/BENCHMARK-deft-FORMAT (resumable, as bench.run_systems). With
+bench/results/eval/BENCHMARK-documents-FORMAT (resumable, as bench.run_systems; named apart
+from the `BENCHMARK-deft-*` configurations that bench.reachable counts). The per-question
+scores stay in results.jsonl; the traces move to traces.jsonl.gz, which git ignores. With
 `--index-only` it writes and indexes, timing each new build into
 bench/results/documents_index.json (pages per minute for PDF).
 """
@@ -19,6 +21,7 @@ bench/results/documents_index.json (pages per minute for PDF).
 from __future__ import annotations
 
 import argparse
+import gzip
 import html
 import json
 import logging
@@ -152,6 +155,20 @@ def _index(folder: Path, name: str, fmt: str) -> None:
     save("documents_index", {"command": command, "rows": list(rows.values())})
 
 
+def move_traces(run: Path) -> None:
+    """Keep a run's per-question scores in results.jsonl and move its traces (most of its
+    bytes) into traces.jsonl.gz beside it; a second call moves only new ones."""
+    results = run / "results.jsonl"
+    records = [json.loads(line) for line in results.read_text().splitlines() if line.strip()]
+    traced = [r for r in records if "trace" in r]
+    if not traced:
+        return
+    with gzip.open(run / "traces.jsonl.gz", "at") as out:
+        out.writelines(json.dumps({"id": r["id"], "trace": r["trace"]}) + "\n" for r in traced)
+    kept = ({k: v for k, v in r.items() if k != "trace"} for r in records)
+    results.write_text("".join(json.dumps(r) + "\n" for r in kept))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--benchmarks", nargs="+", default=["2wikimultihopqa"])
@@ -179,12 +196,13 @@ def main() -> None:
             questions_file = root / bench / f"{fmt}-questions.json"
             questions_file.write_text(json.dumps(derived))
             print(f"== {name}: {lost} gold passages not found among the indexed", flush=True)
-            out = RESULTS / "eval" / f"{bench}-deft-{fmt}"
+            out = RESULTS / "eval" / f"{bench}-documents-{fmt}"
             if not (out / "results.jsonl").is_file():
                 subprocess.run([HOPRAG, "cache", "clear", "--index", name, "--yes"], check=True)
             command = [HOPRAG, "eval", "--data", str(questions_file), "--index", name]
             command += ["--split", "dev", "--limit", str(args.limit), "--system", "deft"]
             subprocess.run([*command, "--out", str(out), "--quiet"], check=True)
+            move_traces(out)
 
 
 if __name__ == "__main__":

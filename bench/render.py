@@ -828,7 +828,7 @@ def documents() -> Section:
     for bench in BENCHMARKS:
         base = RESULTS / "eval" / f"{bench}-deft"
         for fmt in ("md", "html", "pdf", "txt"):
-            run = RESULTS / "eval" / f"{bench}-deft-{fmt}"
+            run = RESULTS / "eval" / f"{bench}-documents-{fmt}"
             if not (run / "results.jsonl").is_file() or not (base / "results.jsonl").is_file():
                 continue
             result = compare_runs(base, run)
