@@ -19,12 +19,19 @@ import shutil
 import statistics
 import sys
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
 from app.llm.cpu import NATIVE, Cpu, FlagSet, flag_sets
-from app.llm.engine import compile_server, engine_path, install, read_stamp, smoke_run, sources
+from app.llm.engine import (
+    compile_server,
+    engine_path,
+    install,
+    post_json,
+    read_stamp,
+    smoke_run,
+    sources,
+)
 from app.llm.gateway import EmbeddedServer
 from app.llm.models import require_model
 from app.settings import ENGINE_CMAKE_FLAGS, Settings
@@ -93,13 +100,7 @@ def _tokens_per_second(settings: Settings, prompt: str) -> dict[str, float]:
             "cache_prompt": False,
             "ignore_eos": True,
         }
-        request = urllib.request.Request(
-            f"{server.root_url}/completion",
-            json.dumps(body).encode(),
-            headers={"Content-Type": "application/json"},
-        )
-        with urllib.request.urlopen(request, timeout=600) as resp:
-            timings = json.loads(resp.read())["timings"]
+        timings = post_json(f"{server.root_url}/completion", body, 600)["timings"]
     finally:
         server.stop()
     return {

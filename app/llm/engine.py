@@ -202,7 +202,8 @@ class SmokeFailure(Exception):
     """A build that did not load the model and write tokens; the message says how."""
 
 
-def _post_json(url: str, body: dict[str, Any], timeout: float) -> dict[str, Any]:
+def post_json(url: str, body: dict[str, Any], timeout: float) -> dict[str, Any]:
+    """POST `body` to a llama-server endpoint and read its JSON reply."""
     request = urllib.request.Request(
         url, json.dumps(body).encode(), headers={"Content-Type": "application/json"}
     )
@@ -243,7 +244,7 @@ def smoke_run(binary: Path, model: Path, log: Path, threads: int | None = None) 
             raise SmokeFailure(f"not ready in {ENGINE_SMOKE_TIMEOUT_S:.0f}s")
         body = {"prompt": ENGINE_SMOKE_PROMPT, "n_predict": ENGINE_SMOKE_TOKENS, "temperature": 0}
         try:
-            reply = _post_json(f"{root}/completion", body, ENGINE_SMOKE_TIMEOUT_S)
+            reply = post_json(f"{root}/completion", body, ENGINE_SMOKE_TIMEOUT_S)
         except (urllib.error.URLError, ConnectionError, TimeoutError, ValueError) as exc:
             time.sleep(SERVER_HEALTH_POLL_S)  # a crash closes the socket before the exit
             if proc.poll() is not None:
