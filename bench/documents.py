@@ -14,8 +14,8 @@ runs on the first LIMIT dev questions through `hoprag eval` into
 bench/results/eval/BENCHMARK-documents-FORMAT (resumable, as bench.run_systems; named apart
 from the `BENCHMARK-deft-*` configurations that bench.reachable counts). The per-question
 scores stay in results.jsonl; the traces move to traces.jsonl.gz, which git ignores. With
-`--index-only` it writes and indexes, timing each new build into
-bench/results/documents_index.json (pages per minute for PDF).
+`--index-only` it writes and indexes from scratch (nothing reused from an earlier build),
+timing each build into bench/results/documents_index.json (pages per minute for PDF).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ import json
 import logging
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -57,20 +58,30 @@ def _write(fmt: str, path: Path, title: str, passages: list[dict[str, str]]) -> 
             f"{sections}</main><footer>{html.escape(title)}</footer></body></html>"
         )
     else:
-        from fpdf import FPDF  # a dev dependency
+        write_pdf(path, title, passages)
 
-        logging.getLogger("fpdf").setLevel(logging.ERROR)  # glyphs DejaVu lacks: CJK, Indic
-        pdf = FPDF()
-        pdf.set_title(title)
-        pdf.add_font("dejavu", "", str(PDF_FONT))
-        pdf.add_page()
-        for p in passages:
-            pdf.start_section(p["title"])
-            pdf.set_font("dejavu", "", 14)  # a book's sizes: about 450 words a page
-            pdf.multi_cell(0, 8, p["title"], new_x="LMARGIN", new_y="NEXT")
-            pdf.set_font("dejavu", "", 11)
-            pdf.multi_cell(0, 6, p["text"], new_x="LMARGIN", new_y="NEXT")
-        pdf.output(str(path))
+
+def write_pdf(
+    path: Path, title: str, passages: list[dict[str, str]], figures: Sequence[Any] = ()
+) -> None:
+    """Every passage a bookmarked heading and its text; a figure (a PIL image) after
+    each passage while they last."""
+    from fpdf import FPDF  # a dev dependency
+
+    logging.getLogger("fpdf").setLevel(logging.ERROR)  # glyphs DejaVu lacks: CJK, Indic
+    pdf = FPDF()
+    pdf.set_title(title)
+    pdf.add_font("dejavu", "", str(PDF_FONT))
+    pdf.add_page()
+    for n, p in enumerate(passages):
+        pdf.start_section(p["title"])
+        pdf.set_font("dejavu", "", 14)  # a book's sizes: about 450 words a page
+        pdf.multi_cell(0, 8, p["title"], new_x="LMARGIN", new_y="NEXT")
+        pdf.set_font("dejavu", "", 11)
+        pdf.multi_cell(0, 6, p["text"], new_x="LMARGIN", new_y="NEXT")
+        if n < len(figures):
+            pdf.image(figures[n], w=60)
+    pdf.output(str(path))
 
 
 def write_documents(corpus: list[dict[str, str]], fmt: str, folder: Path, bench: str) -> None:
@@ -135,12 +146,14 @@ def _pages(folder: Path, fmt: str) -> int | None:
     return sum(len(PdfReader(str(f)).pages) for f in sorted(folder.glob("*.pdf")))
 
 
-def _index(folder: Path, name: str, fmt: str) -> None:
-    """`hoprag index` on the folder; a build (not a no-op) is timed into
+def _index(folder: Path, name: str, fmt: str, *, fresh: bool) -> None:
+    """`hoprag index` on the folder; `fresh`: from scratch (nothing reused), timed into
     bench/results/documents_index.json."""
-    seconds, _, out = run_measured([HOPRAG, "index", str(folder), "--name", name, "--quiet"])
-    if "up to date" in out:
+    if not fresh:
+        subprocess.run([HOPRAG, "index", str(folder), "--name", name, "--quiet"], check=True)
         return
+    subprocess.run([HOPRAG, "index", "drop", name, "--yes"], capture_output=True)
+    seconds, _, out = run_measured([HOPRAG, "index", str(folder), "--name", name, "--quiet"])
     rows = {r["index"]: r for r in (load_results("documents_index") or {}).get("rows", [])}
     pages = _pages(folder, fmt)
     rows[name] = {
@@ -186,10 +199,9 @@ def main() -> None:
             name = f"{bench}-{fmt}"
             folder = root / bench / fmt
             write_documents(corpus, fmt, folder, bench)
-            _index(folder, name, fmt)
+            _index(folder, name, fmt, fresh=args.index_only)
             if args.index_only:
                 continue
-            subprocess.run([HOPRAG, "graph", "build", "--index", name, "--quiet"], check=True)
             index = CorpusIndex.open(settings, name)
             derived, lost = derived_questions(questions, gold_chunks(corpus, index), args.limit)
             index.close()

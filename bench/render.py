@@ -857,7 +857,7 @@ def documents() -> Section:
                 )
     speed = load_results("documents_index")
     pdf_rows = [r for r in (speed or {}).get("rows", []) if r.get("pages")]
-    if not rows and not pdf_rows:
+    if not rows and not pdf_rows and not load_results("documents_memory"):
         return "", []
     parts: list[str | list[str]] = [
         "Each corpus written as files of 20 passages in corpus order, every passage a "
@@ -896,6 +896,15 @@ def documents() -> Section:
                 _met(fastest >= 200),
             )
         )
+    memory = load_results("documents_memory")
+    if memory:
+        parts.append(
+            _header(memory) + "Peak memory of `hoprag index` on the same PDF pages, with "
+            "incompressible figures (about 200 MB) and without:"
+        )
+        head = ["folder", "files", "MB", "passages", "s", "peak RSS GiB"]
+        keys = ["folder", "files", "megabytes", "passages", "seconds", "peak_rss_gib"]
+        parts.append(_table(head, [[r[k] for k in keys] for r in memory["rows"]]))
     return _section("Your documents: benchmark corpora as files", *parts), standing
 
 

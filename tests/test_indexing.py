@@ -111,7 +111,7 @@ def test_editing_one_section_of_a_long_file_reanalyses_only_its_passages(
     index = CorpusIndex.open(settings, "long")
     [edited] = index.passages([21])
     assert "Marrow River" in edited.text and edited.cite() == "handbook.md \u203a Brisk Hollow"
-    assert edited.title == "Regional handbook \u203a Brisk Hollow"
+    assert edited.title == "Brisk Hollow"
 
 
 def test_failed_build_leaves_the_old_index_intact(
@@ -166,3 +166,26 @@ def test_sqlite_is_consistent(settings: Settings, sample_index: str) -> None:
     assert orphans == 0
     dims = {len(row[0]) for row in db.execute("SELECT embedding FROM passages")}
     assert dims == {384 * 4}
+
+
+def test_a_large_batch_is_analysed_in_worker_processes_with_the_same_result(
+    ner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past SPACY_PARALLEL_FROM passages spaCy runs in one worker a core; each passage is
+    still analysed alone, so sentences and entities are those of one process."""
+    import app.index.nlp as nlp
+
+    texts = [p["text"] for p in json.loads(SAMPLE_CORPUS.read_text())]
+    alone = list(ner.analyse(texts))
+    pipe = ner.nlp.pipe
+    processes: list[int] = []
+
+    def counted(*args, n_process: int = 1, **kwargs):
+        processes.append(n_process)
+        return pipe(*args, n_process=n_process, **kwargs)
+
+    monkeypatch.setattr(nlp, "SPACY_PARALLEL_FROM", 8)
+    monkeypatch.setattr(nlp.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(ner.nlp, "pipe", counted)
+    assert list(ner.analyse(texts)) == alone
+    assert processes == [2]

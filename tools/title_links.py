@@ -12,14 +12,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from app.index.documents import SECTION_SEP
 from app.settings import MIN_TITLE_CHARS
 
 
 def title_key(passage: str) -> str:
-    """A "title: text" passage's title, lower-cased, without its "(disambiguation)". A
-    passage cut from a document is titled by its section path: its own heading names it."""
-    title = passage.partition(": ")[0].rpartition(SECTION_SEP)[2]
+    """A "title: text" passage's title, lower-cased, without its "(disambiguation)"."""
+    title = passage.partition(": ")[0]
     return re.sub(r"\s*\(.*?\)", "", title).strip().lower()
 
 

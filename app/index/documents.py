@@ -1,11 +1,12 @@
 """Documents into passages: PDF, HTML, Word, Markdown and plain text.
 
-A document is split by its own structure first (headings and their sections, PDF pages),
-then each section to a target size at sentence ends. A passage's title is the document
-title plus its section path, joined by `SECTION_SEP`: titles carry the
-entity names that retrieval and the decision model rely on. Every passage keeps its
-source (file, section path, page, character offsets in the document's extracted text),
-which citations show.
+A document is split by its own structure first (headings and their sections; a PDF's
+bookmarked headings, its pages kept for citations), then each section to a target size
+at sentence ends. A passage's title is its own heading (the document's title where it has
+none): titles carry the entity names that retrieval and the decision model rely on, and
+the trained DM, fitted on encyclopedia titles, reads a heading path as another topic.
+Every passage keeps its source (file, section path, the page it starts on, character
+offsets in the document's extracted text), which citations show in full.
 
 The formats are read by maintained libraries: pypdf (text per page, the outline for
 headings), trafilatura (an HTML page's main text and headings, as Markdown), python-docx
@@ -16,6 +17,7 @@ skipped with one line naming it and why; the others are still indexed.
 
 from __future__ import annotations
 
+import bisect
 import logging
 import re
 from collections.abc import Callable, Iterator
@@ -69,21 +71,26 @@ def format_citations(citations: list[dict[str, Any]]) -> str:
 
 @dataclass(frozen=True)
 class Block:
-    """One structural unit of a document: a section's text, or a page's."""
+    """One structural unit of a document: a section's text."""
 
     section: tuple[str, ...]
     text: str
-    page: int | None = None
 
 
 @dataclass(frozen=True)
 class Extracted:
     """What a reader made of a document: its title if it names one, its whole text as
-    extracted (what source offsets count in), and its blocks in order."""
+    extracted (what source offsets count in), its blocks in order, and where in that
+    text each page starts (paged formats)."""
 
     title: str | None
     text: str
     blocks: list[Block]
+    page_starts: tuple[int, ...] = ()
+
+    def page_at(self, offset: int) -> int | None:
+        """The page (from 1) that the text at `offset` is on."""
+        return bisect.bisect_right(self.page_starts, offset) or None
 
 
 @dataclass(frozen=True)
@@ -209,7 +216,8 @@ def _outline(reader: Any) -> dict[int, list[tuple[int, str]]]:
 
 
 def _read_pdf(path: Path, warn: Callable[[str], None]) -> Extracted:
-    """Text per page; the outline's titles, where they start a line, open sections."""
+    """Text per page; the outline's titles, where they start a line, open sections. A
+    section runs on across pages, so that a sentence broken by a page is whole."""
     from pypdf import PdfReader
     from pypdf.errors import PdfReadError
 
@@ -228,24 +236,28 @@ def _read_pdf(path: Path, warn: Callable[[str], None]) -> Extracted:
         raise DocumentSkipped("the PDF has no text layer (a scan?); run OCR first")
     blocks: list[Block] = []
     section: list[str] = []
-    for number, page in enumerate(pages):
-        heads = outline.get(number, [])
-        lines: list[str] = []
+    lines: list[str] = []
+    heads: list[tuple[int, str]] = []  # bookmarks not met yet: a heading can fall to the
+    for number, page in enumerate(pages):  # next page after its bookmark was set
+        heads += outline.get(number, [])
         for line in page.splitlines():
             match = next((h for h in heads if line.strip() == h[1]), None)
             if match is None:
                 lines.append(line)
                 continue
             if any(x.strip() for x in lines):
-                blocks.append(Block(tuple(section), "\n".join(lines), number + 1))
+                blocks.append(Block(tuple(section), "\n".join(lines)))
             depth, head = match
             heads = heads[heads.index(match) + 1 :]
             section = [*section[:depth], head]
             lines = []
-        if any(x.strip() for x in lines):
-            blocks.append(Block(tuple(section), "\n".join(lines), number + 1))
+    if any(x.strip() for x in lines):
+        blocks.append(Block(tuple(section), "\n".join(lines)))
     title = str(info.title).strip() if info is not None and info.title else None
-    return Extracted(title, "\n".join(pages), blocks)
+    starts = [0]
+    for page in pages[:-1]:
+        starts.append(starts[-1] + len(page) + 1)
+    return Extracted(title, "\n".join(pages), blocks, tuple(starts))
 
 
 _READERS: dict[str, Callable[[Path, Callable[[str], None]], Extracted]] = {
@@ -307,17 +319,19 @@ def chunk_document(
             "(HOPRAG_MAX_DOCUMENT_MB)"
         )
     extracted = reader(path, warn)
-    title = extracted.title or path.stem
+    document_title = extracted.title or path.stem
     chunks = []
     cursor = 0
     for block in extracted.blocks:
         text = _normalise(block.text)
         if not text:
             continue
-        for piece in _splitter(chunk_words).split_text(text):
+        pieces = [text] if _words(text) <= chunk_words else _splitter(chunk_words).split_text(text)
+        for piece in pieces:
             start, cursor = _locate(extracted.text, piece, cursor)
-            source = Source(file, block.section, block.page, start, cursor)
-            chunks.append(Chunk(SECTION_SEP.join([title, *block.section]), piece, source))
+            source = Source(file, block.section, extracted.page_at(start), start, cursor)
+            title = block.section[-1] if block.section else document_title
+            chunks.append(Chunk(title, piece, source))
     if not chunks:
         raise DocumentSkipped("no text")
     return chunks

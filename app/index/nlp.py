@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from tqdm import tqdm
 
 from app.errors import UserError
-from app.settings import SPACY_BATCH_SIZE, SPACY_KEEP, SPACY_MODEL
+from app.settings import (
+    SPACY_BATCH_SIZE,
+    SPACY_KEEP,
+    SPACY_MAX_PROCESSES,
+    SPACY_MODEL,
+    SPACY_PARALLEL_FROM,
+)
 
 
 @dataclass
@@ -42,7 +49,12 @@ class SentenceNER:
         self.nlp = nlp
 
     def analyse(self, texts: Sequence[str], *, progress: bool = False) -> Iterator[Analysis]:
-        docs = self.nlp.pipe(texts, batch_size=SPACY_BATCH_SIZE)
+        """Each text's sentences and entity mentions, in order; a large batch in worker
+        processes, one a core (the same results: each text is analysed alone)."""
+        processes = 1
+        if len(texts) >= SPACY_PARALLEL_FROM:
+            processes = max(1, min(os.cpu_count() or 1, SPACY_MAX_PROCESSES))
+        docs = self.nlp.pipe(texts, batch_size=SPACY_BATCH_SIZE, n_process=processes)
         for doc in tqdm(
             docs, total=len(texts), desc="sentences + NER", unit="passage", disable=not progress
         ):
