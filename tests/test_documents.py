@@ -122,6 +122,18 @@ def test_an_html_page_keeps_its_main_text_and_headings(tmp_path: Path) -> None:
     assert "Copyright" not in text and "About us" not in text
 
 
+def test_an_html_page_reads_as_the_page_shows_it(tmp_path: Path) -> None:
+    """Characters Markdown would take for formatting come through as the page shows
+    them, not with the backslashes of trafilatura's Markdown."""
+    (tmp_path / "page.html").write_text(
+        "<html><body><main><h2>Tariffs_2024 [draft]</h2><p>Dial +247 &lt;then&gt; the "
+        "number; file_name *not* bold, #1 in the list.</p></main></body></html>"
+    )
+    [passage], _ = _load(tmp_path / "page.html")
+    assert passage.title == "Tariffs_2024 [draft]"
+    assert passage.text == "Dial +247 <then> the number; file_name *not* bold, #1 in the list."
+
+
 def test_a_word_document_is_split_by_its_heading_styles(tmp_path: Path) -> None:
     document = docx.Document()
     document.add_heading("Regional handbook", 0)  # the Title style

@@ -33,6 +33,7 @@ SECTION_SEP = " \u203a "  # "Regional handbook > Tavistrom College", with a sing
 _BINARY_PROBE = 8192  # bytes read to tell text from binary
 _HEADERS = [("#" * n, str(n)) for n in range(1, 7)]
 _HEADING_STYLE = re.compile(r"^heading (\d)$", re.IGNORECASE)
+_MARKDOWN_ESCAPE = re.compile(r"\\([\\`*_{}\[\]()#+\-.!<>|~])")
 
 
 class DocumentSkipped(Exception):
@@ -153,9 +154,15 @@ def _read_html(path: Path, warn: Callable[[str], None]) -> Extracted:
         raise DocumentSkipped("no main text found in the page")
     extracted = _markdown_blocks(text)
     meta = trafilatura.extract_metadata(page)
-    if meta and meta.title:
-        return Extracted(meta.title, extracted.text, extracted.blocks)
-    return extracted
+    blocks = [Block(tuple(map(_unescape, b.section)), _unescape(b.text)) for b in extracted.blocks]
+    title = meta.title if meta and meta.title else extracted.title
+    return Extracted(title, _unescape(extracted.text), blocks)
+
+
+def _unescape(markdown: str) -> str:
+    """Text without the backslashes trafilatura's Markdown puts before characters that
+    Markdown would read as formatting ("\\_", "\\<"); the page shows none."""
+    return _MARKDOWN_ESCAPE.sub(r"\1", markdown)
 
 
 def _read_docx(path: Path, warn: Callable[[str], None]) -> Extracted:
