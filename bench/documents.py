@@ -15,7 +15,7 @@ bench/results/eval/BENCHMARK-documents-FORMAT (resumable, as bench.run_systems; 
 from the `BENCHMARK-deft-*` configurations that bench.reachable counts). The per-question
 scores stay in results.jsonl; the traces move to traces.jsonl.gz, which git ignores. With
 `--index-only` it writes and indexes from scratch (nothing reused from an earlier build),
-timing each build into bench/results/documents_index.json (pages per minute for PDF).
+timing a PDF build into bench/results/documents_index.json (pages per minute).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ import json
 import logging
 import subprocess
 import sys
+import unicodedata
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -96,8 +97,11 @@ def write_documents(corpus: list[dict[str, str]], fmt: str, folder: Path, bench:
     done.write_text("")
 
 
-def _words(text: str, n: int = 12) -> str:
-    return " ".join(text.split()[:n])
+def _words(text: str, n: int | None = None) -> str:
+    """The first `n` words, without format characters (a reader may drop a
+    left-to-right mark), white space collapsed."""
+    visible = "".join(c for c in text if unicodedata.category(c) != "Cf")
+    return " ".join(visible.split()[:n])
 
 
 def gold_chunks(corpus: list[dict[str, str]], index: CorpusIndex) -> dict[int, list[int]]:
@@ -112,9 +116,9 @@ def gold_chunks(corpus: list[dict[str, str]], index: CorpusIndex) -> dict[int, l
         part = int(Path(file).stem.split("-")[1]) - 1
         first = part * PASSAGES_PER_FILE
         candidates = range(first, min(first + PASSAGES_PER_FILE, len(corpus)))
-        texts = {c: " ".join(corpus[c]["text"].split()) for c in candidates}
+        texts = {c: _words(corpus[c]["text"]) for c in candidates}
         for record in records:
-            head = _words(record.text)
+            head = _words(record.text, 12)
             owner = next((c for c, text in texts.items() if head in text), None)
             if owner is not None:
                 chunks.setdefault(owner, []).append(record.id)
@@ -138,31 +142,25 @@ def derived_questions(
     return out, lost
 
 
-def _pages(folder: Path, fmt: str) -> int | None:
-    if fmt != "pdf":
-        return None
-    from pypdf import PdfReader
-
-    return sum(len(PdfReader(str(f)).pages) for f in sorted(folder.glob("*.pdf")))
-
-
 def _index(folder: Path, name: str, fmt: str, *, fresh: bool) -> None:
-    """`hoprag index` on the folder; `fresh`: from scratch (nothing reused), timed into
-    bench/results/documents_index.json."""
-    if not fresh:
+    """`hoprag index` on the folder; `fresh`: from scratch (nothing reused), and a PDF
+    build timed into bench/results/documents_index.json."""
+    if not fresh or fmt != "pdf":
         subprocess.run([HOPRAG, "index", str(folder), "--name", name, "--quiet"], check=True)
         return
+    from pypdf import PdfReader
+
     subprocess.run([HOPRAG, "index", "drop", name, "--yes"], capture_output=True)
     seconds, _, out = run_measured([HOPRAG, "index", str(folder), "--name", name, "--quiet"])
     rows = {r["index"]: r for r in (load_results("documents_index") or {}).get("rows", [])}
-    pages = _pages(folder, fmt)
+    pages = sum(len(PdfReader(str(f)).pages) for f in sorted(folder.glob("*.pdf")))
     rows[name] = {
         "index": name,
         "files": len([f for f in folder.iterdir() if f.suffix == f".{fmt}"]),
         "pages": pages,
         "passages": int(out.split(": ", 1)[1].split()[0]),
         "seconds": round(seconds, 1),
-        "pages_per_minute": round(pages / seconds * 60) if pages else None,
+        "pages_per_minute": round(pages / seconds * 60),
     }
     command = "python -m bench.documents " + " ".join(sys.argv[1:])
     save("documents_index", {"command": command, "rows": list(rows.values())})
