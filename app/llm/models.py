@@ -24,8 +24,7 @@ from typing import BinaryIO
 from tqdm import tqdm
 
 from app.errors import UserError
-from app.llm.cpu import Cpu
-from app.llm.engine import engine_path, read_stamp
+from app.llm.engine import engine_path, read_stamp, runs_here
 from app.settings import EMBEDDING_PACKAGE, SPACY_MODEL, Settings
 
 CHUNK = 1 << 20
@@ -275,7 +274,7 @@ def _engine_state(settings: Settings) -> str:
     stamp = read_stamp(settings)
     if stamp is None:
         return "missing"
-    if Cpu.here().key() not in stamp["runs_on"]:
+    if not runs_here(settings):
         return "built, not yet run on this CPU"
     return f"built ({stamp.get('flag_set')})"
 
