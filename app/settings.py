@@ -422,7 +422,8 @@ class Settings:
         default=120,
         metadata={
             "description": "Target words of a passage cut from a document (PDF, HTML, Word, "
-            "Markdown, text), about the benchmarks' passage size; sentences are never cut."
+            "Markdown, text), about the benchmarks' passage size; a section of up to twice "
+            "this is one passage, a longer one is cut at sentence ends into even pieces."
         },
     )
     max_document_mb: float = field(

@@ -167,17 +167,61 @@ def _long_markdown(sections: int = 12, sentences: int = 30) -> str:
     return "\n".join(parts)
 
 
-def test_a_long_markdown_file_is_cut_at_sentences_to_size(tmp_path: Path) -> None:
+def test_a_long_markdown_file_is_cut_at_sentences_into_even_pieces(tmp_path: Path) -> None:
+    """A 390-word section at a 60-word target: seven pieces of whole sentences that differ
+    by at most one sentence (13 words), not six of 60 and a runt of 30."""
     text = _long_markdown()
     (tmp_path / "atlas.md").write_text(text)
     passages, _ = _load(tmp_path / "atlas.md", chunk_words=60)
-    assert len(passages) > 12  # each section cut in several passages
+    assert len(passages) == 12 * 7
+    for section in range(12):
+        sizes = [len(p.text.split()) for p in passages if p.title == f"Town {section}"]
+        assert len(sizes) == 7 and sum(sizes) == 390 and max(sizes) - min(sizes) <= 13
     for p in passages:
-        assert len(p.text.split()) <= 60 and p.text.endswith(".")  # whole sentences
+        assert p.text.endswith(".")  # whole sentences
         section = p.source.section[0]
         assert p.title == section
         assert p.text.startswith(section)  # no passage crosses a heading
         assert " ".join(text[p.source.start : p.source.end].split()) == p.text  # offsets
+
+
+def test_a_section_up_to_twice_the_target_is_one_passage(tmp_path: Path) -> None:
+    (tmp_path / "atlas.md").write_text(_long_markdown(sections=2, sentences=9))  # 117 words
+    passages, _ = _load(tmp_path / "atlas.md", chunk_words=60)
+    assert [len(p.text.split()) for p in passages] == [117, 117]
+
+
+def test_sections_under_the_same_heading_stay_apart(tmp_path: Path) -> None:
+    """Two sections in a row under one heading are two passages (a header splitter that
+    groups lines by heading path joins them); a `#` line in a code block is no heading."""
+    (tmp_path / "notes.md").write_text(
+        "## Brisk Hollow\n\nThe Ulden River flows through it.\n\n"
+        "## Brisk Hollow\n\nIts market opens on Fridays.\n\n```\n# not a heading\n```\n"
+    )
+    passages, _ = _load(tmp_path / "notes.md")
+    assert [p.title for p in passages] == ["Brisk Hollow", "Brisk Hollow"]
+    assert passages[0].text == "The Ulden River flows through it."
+    assert passages[1].text == "Its market opens on Fridays. ``` # not a heading ```"
+
+
+def test_a_passage_is_the_documents_own_text(tmp_path: Path) -> None:
+    """A sentence end inside a word (`said."Forbes`) cuts there, adding no space."""
+    text = " ".join(f'Ulden {n} said."Forbes printed it in year {n}.' for n in range(40))
+    (tmp_path / "press.txt").write_text(text)
+    passages, _ = _load(tmp_path / "press.txt", chunk_words=60)
+    assert len(passages) > 1
+    assert all(p.text in text for p in passages)
+    assert "".join(text[p.source.start : p.source.end] for p in passages).replace(" ", "") == (
+        text.replace(" ", "")
+    )
+
+
+def test_plain_text_is_split_at_paragraphs_joined_to_size(tmp_path: Path) -> None:
+    paragraphs = [f"Paragraph {n} tells of the mill of Brisk Hollow." for n in range(12)]
+    (tmp_path / "mills.txt").write_text("\n\n".join(paragraphs))  # 9 words each
+    passages, _ = _load(tmp_path / "mills.txt", chunk_words=20)
+    assert [p.text for p in passages] == [" ".join(paragraphs[n : n + 2]) for n in range(0, 12, 2)]
+    assert {p.title for p in passages} == {"mills"}
 
 
 def test_folders_mix_formats_in_path_order(tmp_path: Path) -> None:

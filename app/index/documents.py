@@ -10,19 +10,22 @@ offsets in the document's extracted text), which citations show in full.
 
 The formats are read by maintained libraries: pypdf (text per page, the outline for
 headings), trafilatura (an HTML page's main text and headings, as Markdown), python-docx
-(paragraphs and heading styles), LangChain's Markdown header splitter, and LangChain's
-spaCy splitter (rule-based sentence ends) for size. A document that cannot be read is
+(paragraphs and heading styles), markdown-it-py (CommonMark headings, so that a `#` in a
+code block is no heading) and spaCy's rule-based sentencizer for sentence ends. A section
+of up to twice the target size is one passage; a longer one is cut at sentence ends into
+even pieces, each a slice of the document's own text. A document that cannot be read is
 skipped with one line naming it and why; the others are still indexed.
 """
 
 from __future__ import annotations
 
 import bisect
-import logging
+import math
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from functools import cache
+from itertools import accumulate, pairwise
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +34,6 @@ from app.errors import UserError
 DOCUMENT_SUFFIXES = (".md", ".markdown", ".txt", ".html", ".htm", ".pdf", ".docx")
 SECTION_SEP = " \u203a "  # "Regional handbook > Tavistrom College", with a single guillemet
 _BINARY_PROBE = 8192  # bytes read to tell text from binary
-_HEADERS = [("#" * n, str(n)) for n in range(1, 7)]
 _HEADING_STYLE = re.compile(r"^heading (\d)$", re.IGNORECASE)
 _MARKDOWN_ESCAPE = re.compile(r"\\([\\`*_{}\[\]()#+\-.!<>|~])")
 
@@ -82,12 +84,14 @@ class Block:
 class Extracted:
     """What a reader made of a document: its title if it names one, its whole text as
     extracted (what source offsets count in), its blocks in order, and where in that
-    text each page starts (paged formats)."""
+    text each page starts (paged formats). `paragraphs`: the blocks are paragraphs of
+    unstructured text, which chunking joins up to the target size."""
 
     title: str | None
     text: str
     blocks: list[Block]
     page_starts: tuple[int, ...] = ()
+    paragraphs: bool = False
 
     def page_at(self, offset: int) -> int | None:
         """The page (from 1) that the text at `offset` is on."""
@@ -117,20 +121,30 @@ def _decode(raw: bytes, name: str, warn: Callable[[str], None]) -> str:
 
 
 def _markdown_blocks(text: str) -> Extracted:
-    """Sections under Markdown headings; a lone top heading is the document's title."""
-    from langchain_text_splitters import MarkdownHeaderTextSplitter
+    """Sections under Markdown headings, each its own block: two sections in a row under
+    the same heading stay two (a header splitter that groups lines by their heading path
+    joins them). A lone top heading is the document's title."""
+    from markdown_it import MarkdownIt
 
-    splitter = MarkdownHeaderTextSplitter(_HEADERS, strip_headers=True)
-    parts = [
-        (tuple(d.metadata[k] for k in sorted(d.metadata)), d.page_content)
-        for d in splitter.split_text(text)
+    tokens = MarkdownIt("commonmark").parse(text)
+    headings = [  # (level, heading text, first line, line after the heading)
+        (int(tokens[i].tag[1]), tokens[i + 1].content.strip(), *tokens[i].map)
+        for i, token in enumerate(tokens)
+        if token.type == "heading_open" and token.map
     ]
+    lines = text.splitlines(keepends=True)
     title = None
-    levels = re.findall(r"^(#{1,6})\s", text, re.MULTILINE)
-    if levels[:1] == ["#"] and levels.count("#") == 1:  # one top heading: the title
-        title = next(section[0] for section, _ in parts if section)
-        parts = [(section[1:], body) for section, body in parts]
-    return Extracted(title, text, [Block(section, body) for section, body in parts])
+    levels = [level for level, *_ in headings]
+    if levels[:1] == [1] and levels.count(1) == 1:  # one top heading: the title
+        title = headings[0][1]
+    path: list[tuple[int, str]] = []
+    blocks = [Block((), "".join(lines[: headings[0][2] if headings else len(lines)]))]
+    for n, (level, heading, _, body) in enumerate(headings):
+        path = [(lvl, h) for lvl, h in path if lvl < level] + [(level, heading)]
+        end = headings[n + 1][2] if n + 1 < len(headings) else len(lines)
+        section = tuple(h for lvl, h in path if not (title and lvl == 1))
+        blocks.append(Block(section, "".join(lines[body:end])))
+    return Extracted(title, text, [b for b in blocks if b.text.strip()])
 
 
 def _read_markdown(path: Path, warn: Callable[[str], None]) -> Extracted:
@@ -138,8 +152,10 @@ def _read_markdown(path: Path, warn: Callable[[str], None]) -> Extracted:
 
 
 def _read_text(path: Path, warn: Callable[[str], None]) -> Extracted:
+    """Paragraphs (at blank lines), which chunking joins up to the target size."""
     text = _decode(path.read_bytes(), path.name, warn)
-    return Extracted(None, text, [Block((), text)])
+    paragraphs = [Block((), p) for p in re.split(r"\n\s*\n", text) if p.strip()]
+    return Extracted(None, text, paragraphs, paragraphs=True)
 
 
 def _read_html(path: Path, warn: Callable[[str], None]) -> Extracted:
@@ -286,23 +302,84 @@ def _words(text: str) -> int:
 
 
 @cache
-def _splitter(chunk_words: int) -> Any:
-    """Sentences (spaCy's rule-based sentencizer) merged up to `chunk_words` words; a
-    longer sentence stays whole."""
-    from langchain_text_splitters import SpacyTextSplitter
+def _sentencizer() -> Any:
+    """spaCy's rule-based sentence ends (no model to load)."""
+    import spacy
 
-    logging.getLogger("langchain_text_splitters.base").setLevel(logging.ERROR)
-    return SpacyTextSplitter(
-        separator=" ",
-        pipeline="sentencizer",
-        chunk_size=chunk_words,
-        chunk_overlap=0,
-        length_function=_words,
-    )
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sentencizer")
+    return nlp
+
+
+def even_pieces(text: str, chunk_words: int) -> list[str]:
+    """`text` whole when it is at most twice `chunk_words` words, else cut at sentence ends
+    into `ceil(words / chunk_words)` pieces of about even size (a 260-word section at 120:
+    about 87 words each, not 120/120/20): a cut fact costs answers, a runt piece is read
+    without its context. Each piece is a slice of `text`; a longer sentence stays whole."""
+    total = _words(text)
+    if total <= 2 * chunk_words:
+        return [text]
+    sentences = list(_sentencizer()(text).sents)
+    starts = [word.start() for word in re.finditer(r"\S+", text)]
+    ends = [bisect.bisect_left(starts, s.end_char) for s in sentences]  # words up to each end
+    pieces = math.ceil(total / chunk_words)
+    cuts: list[int] = []  # the sentences that end a piece, each after the one before
+    for k in range(1, pieces):
+        goal = k * total / pieces
+        near = bisect.bisect_left(ends, goal)
+        first = cuts[-1] + 1 if cuts else 0
+        options = [i for i in (near - 1, near) if first <= i < len(sentences) - 1]
+        if options:
+            cuts.append(min(options, key=lambda i: abs(ends[i] - goal)))
+    bounds = [0, *(sentences[i + 1].start_char for i in cuts), len(text)]
+    return [text[start:end].strip() for start, end in pairwise(bounds)]
 
 
 def _normalise(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip()
+
+
+def _joined(paragraphs: list[Block], chunk_words: int) -> list[Block]:
+    """Paragraphs in a row joined while together within `chunk_words` words."""
+    out: list[Block] = []
+    for block in paragraphs:
+        if out and _words(out[-1].text) + _words(block.text) <= chunk_words:
+            out[-1] = Block(block.section, f"{out[-1].text}\n\n{block.text}")
+        else:
+            out.append(block)
+    return out
+
+
+class _Locator:
+    """Where a document's passages lie in its text, in order, with one scan: the text's
+    words joined by single spaces (as passages are), each mapped to its offset."""
+
+    def __init__(self, text: str) -> None:
+        words = list(re.finditer(r"\S+", text))
+        self._joined = " ".join(w.group() for w in words)
+        self._origin = [w.start() for w in words]
+        self._starts = list(accumulate((len(w.group()) + 1 for w in words[:-1]), initial=0))
+        self._cursor = 0
+
+    def _offset(self, at: int) -> int:
+        word = bisect.bisect_right(self._starts, at) - 1
+        return self._origin[word] + at - self._starts[word]
+
+    def locate(self, piece: str) -> tuple[int, int]:
+        """Character offsets of `piece` in the text, after the previous one. Where the
+        reader changed it (an HTML escape), from its first word to its last."""
+        start = self._joined.find(piece, self._cursor)
+        end = start + len(piece)
+        if start < 0:
+            first, last = piece.split()[0], piece.split()[-1]
+            start = self._joined.find(first, self._cursor)
+            if start < 0:
+                at = self._offset(self._cursor) if self._origin else 0
+                return at, at
+            end = self._joined.find(last, start)
+            end = end + len(last) if end >= 0 else start + len(first)
+        self._cursor = end
+        return self._offset(start), self._offset(end - 1) + 1
 
 
 def chunk_document(
@@ -326,36 +403,21 @@ def chunk_document(
             "(HOPRAG_MAX_DOCUMENT_MB)"
         )
     extracted = reader(path, warn)
-    document_title = extracted.title or path.stem
+    blocks = _joined(extracted.blocks, chunk_words) if extracted.paragraphs else extracted.blocks
+    locator = _Locator(extracted.text)
     chunks = []
-    cursor = 0
-    for block in extracted.blocks:
+    for block in blocks:
         text = _normalise(block.text)
         if not text:
             continue
-        pieces = [text] if _words(text) <= chunk_words else _splitter(chunk_words).split_text(text)
-        for piece in pieces:
-            start, cursor = _locate(extracted.text, piece, cursor)
-            source = Source(file, block.section, extracted.page_at(start), start, cursor)
-            title = block.section[-1] if block.section else document_title
+        title = block.section[-1] if block.section else extracted.title or path.stem
+        for piece in even_pieces(text, chunk_words):
+            start, end = locator.locate(piece)
+            source = Source(file, block.section, extracted.page_at(start), start, end)
             chunks.append(Chunk(title, piece, source))
     if not chunks:
         raise DocumentSkipped("no text")
     return chunks
-
-
-def _locate(text: str, piece: str, cursor: int) -> tuple[int, int]:
-    """Where `piece` (its whitespace collapsed) lies in `text`, from `cursor` on. Where the
-    reader changed it (Markdown's line breaks), from its first word to its last."""
-    words = piece.split()
-    exact = re.compile(r"\s+".join(map(re.escape, words))).search(text, cursor)
-    if exact:
-        return exact.start(), exact.end()
-    start = text.find(words[0], cursor)
-    if start < 0:
-        return cursor, cursor
-    end = text.find(words[-1], start)
-    return start, (end + len(words[-1]) if end >= 0 else start + len(words[0]))
 
 
 def documents_in(folder: Path) -> list[Path]:
