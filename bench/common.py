@@ -65,6 +65,17 @@ def find_run(name: str) -> Path:
     raise SystemExit(f"no run {name!r} with a results.jsonl")
 
 
+def load_traced(name: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """A run named as `find_run` takes it, each record with its trace from the run's
+    traces.jsonl.gz (which git does not keep); one clear line where they are missing."""
+    from app.eval.run import load_traced_run
+
+    try:
+        return load_traced_run(find_run(name))
+    except UserError as exc:
+        exit_with(exc)
+
+
 def trace_states(record: dict[str, Any]) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
     """Each traced step of a DeFT run with the state it started from (the QA-table rows and
     unanswerable sub-questions written before it), so that a step can be replayed."""

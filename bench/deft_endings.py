@@ -1,5 +1,6 @@
-"""How a DeFT run's questions ended, read from its committed traces, next to a baseline
-on the same questions: the numbers the run notes in docs/BENCHMARKS.md quote.
+"""How a DeFT run's questions ended, read from its traces (traces.jsonl.gz beside the run,
+which git does not keep), next to a baseline on the same questions: the numbers the run
+notes in docs/BENCHMARKS.md quote.
 
     .venv/bin/python -m bench.deft_endings RUN [--baseline vanilla]
 
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from app.eval.run import load_run
-from bench.common import RESULTS, find_run
+from bench.common import RESULTS, find_run, load_traced
 
 
 def load(folder: Path) -> dict[str, dict[str, Any]]:
@@ -41,7 +42,7 @@ def main() -> None:
     parser.add_argument("--baseline", default="vanilla")
     args = parser.parse_args()
     folder = find_run(args.run)
-    meta, records = load_run(folder)
+    meta, records = load_traced(args.run)
     run = {r["id"]: r for r in records}
     base = load(RESULTS / "eval" / f"{meta['index']}-{args.baseline}")
     groups: dict[str, list[str]] = {}

@@ -1,5 +1,5 @@
 """Where a DeFT run lost the gold answer on the questions it got wrong, read from its
-committed traces.
+traces (traces.jsonl.gz beside the run: `hoprag eval` writes them, git does not keep them).
 
     .venv/bin/python -m bench.deft_errors RUN [RUN ...]
 
@@ -40,9 +40,8 @@ from pathlib import Path
 from typing import Any
 
 from app.eval.metrics import normalize_answer
-from app.eval.run import load_run
 from app.index.corpus import load_corpus
-from bench.common import find_run, summarise_runs, trace_states
+from bench.common import load_traced, summarise_runs, trace_states
 from bench.deft_endings import final_node
 from tools.comparison import says
 
@@ -107,7 +106,7 @@ def chain_break(record: dict[str, Any], corpus: dict[int, Any]) -> str:
 
 
 def summarise(folder_name: str) -> dict[str, Any]:
-    meta, records = load_run(find_run(folder_name))
+    meta, records = load_traced(folder_name)
     corpus = {p.id: p for p in load_corpus(Path(meta["data"]).with_name("corpus.json"))}
     wrong = [r for r in records if not r["em"]]
     stages: dict[str, Counter[str]] = {}

@@ -21,7 +21,6 @@ timing a PDF build into bench/results/documents_index.json (pages per minute).
 from __future__ import annotations
 
 import argparse
-import gzip
 import html
 import json
 import logging
@@ -166,20 +165,6 @@ def _index(folder: Path, name: str, fmt: str, *, fresh: bool) -> None:
     save("documents_index", {"command": command, "rows": list(rows.values())})
 
 
-def move_traces(run: Path) -> None:
-    """Keep a run's per-question scores in results.jsonl and move its traces (most of its
-    bytes) into traces.jsonl.gz beside it; a second call moves only new ones."""
-    results = run / "results.jsonl"
-    records = [json.loads(line) for line in results.read_text().splitlines() if line.strip()]
-    traced = [r for r in records if "trace" in r]
-    if not traced:
-        return
-    with gzip.open(run / "traces.jsonl.gz", "at") as out:
-        out.writelines(json.dumps({"id": r["id"], "trace": r["trace"]}) + "\n" for r in traced)
-    kept = ({k: v for k, v in r.items() if k != "trace"} for r in records)
-    results.write_text("".join(json.dumps(r) + "\n" for r in kept))
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--benchmarks", nargs="+", default=["2wikimultihopqa"])
@@ -212,7 +197,6 @@ def main() -> None:
             command = [HOPRAG, "eval", "--data", str(questions_file), "--index", name]
             command += ["--split", "dev", "--limit", str(args.limit), "--system", "deft"]
             subprocess.run([*command, "--out", str(out), "--quiet"], check=True)
-            move_traces(out)
 
 
 if __name__ == "__main__":

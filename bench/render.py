@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 from datetime import UTC, datetime
 from itertools import takewhile
 from pathlib import Path
@@ -335,16 +334,12 @@ def retrieval_recall() -> Section:
 
 
 def _run_date(folder: Path) -> str:
-    """When a run's results were last committed (not counting a move to the archive), or
-    last written while they differ from the commit."""
-
-    def git(*args: str) -> str:
-        return subprocess.run(
-            ["git", *args, "--", "results.jsonl"], cwd=folder, capture_output=True, text=True
-        ).stdout.strip()
-
-    if not git("status", "--porcelain"):
-        return git("log", "--follow", "--diff-filter=AM", "-1", "--format=%cs")
+    """When a run's results were last written: the date `hoprag eval` keeps in its
+    run.json (for runs before that, their last commit's date, filled in when their traces
+    left git), else the date of results.jsonl."""
+    date = json.loads((folder / "run.json").read_text()).get("date")
+    if date:
+        return date
     mtime = (folder / "results.jsonl").stat().st_mtime
     return datetime.fromtimestamp(mtime, UTC).date().isoformat()
 

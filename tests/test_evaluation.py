@@ -16,7 +16,7 @@ import pytest
 
 import app.resources
 from app.errors import UserError
-from app.eval.run import chainrag_signature, deft_signature, run_eval
+from app.eval.run import chainrag_signature, deft_signature, read_traces, run_eval
 from app.settings import Settings
 from tests.conftest import HOPRAG, SAMPLE_CORPUS, SAMPLE_QUESTIONS, assert_user_error, run_cli
 
@@ -174,14 +174,17 @@ def test_resume_after_kill_never_repeats_a_finished_question(
     records = _lines(results)
     assert [r["id"] for r in records] == ["sample-1", "sample-2", "sample-3"]
     assert records[: len(first)] == first  # finished questions were not run again
+    traces = read_traces(out)  # beside the scores, in traces.jsonl.gz
+    assert list(traces) == ["sample-1", "sample-2", "sample-3"]
     for r in records:
-        assert r["llm_calls"] == 1 and len(r["passages_fed"]) == 5
-        assert [step["node"] for step in r["trace"]] == [
+        assert r["llm_calls"] == 1 and len(r["passages_fed"]) == 5 and "trace" not in r
+        assert [step["node"] for step in traces[r["id"]]] == [
             "take_question",
             "retrieve_for_question",
             "answer_from_passages",
             "reply",
         ]
+    assert json.loads((out / "run.json").read_text())["date"]
     summary = json.loads((out / "summary.json").read_text())
     assert summary["all"]["n"] == 3 and "same model" in summary["judge"]
 
@@ -207,8 +210,8 @@ def test_baselines_compare_and_report(
     assert oracle[0]["passages_fed"] == [0, 6, 14]
     closed = _lines(runs["closed_book"] / "results.jsonl")
     assert all(r["passages_fed"] == [] and r["words_fed"] == 0 for r in closed)
-    iterative = _lines(runs["iterative"] / "results.jsonl")
-    assert all(1 <= sum(s["node"] == "reason_step" for s in r["trace"]) <= 4 for r in iterative)
+    iterative = read_traces(runs["iterative"]).values()
+    assert all(1 <= sum(s["node"] == "reason_step" for s in trace) <= 4 for trace in iterative)
 
     compared = run_cli("eval", "compare", str(runs["closed_book"]), str(runs["oracle"]), home=home)
     assert compared.returncode == 0, compared.stderr

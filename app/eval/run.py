@@ -1,20 +1,27 @@
 """The evaluation harness: run a named system over a benchmark, stream one result line per
 question, resume after an interruption, and summarise quality and cost (docs/method.md section 5).
 
+A run folder holds run.json (the settings and the date its results were last written),
+results.jsonl (one line of scores per question: small, kept in git), traces.jsonl.gz
+(each question's node trace, most of a run's bytes: git ignores it) and summary.json.
+
 Every input check (questions, ids, gold indices, the output folder) runs before any model
 is loaded, and a folder that holds another run is never written to.
 """
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import os
 import statistics
 import time
+import zlib
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, fields
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +77,7 @@ SUMMARY_COLUMNS = (
 RESULTS = "results.jsonl"
 RUN = "run.json"
 SUMMARY = "summary.json"
+TRACES = "traces.jsonl.gz"
 
 
 @dataclass(frozen=True)
@@ -141,6 +149,85 @@ def _read_results(path: Path) -> list[dict[str, Any]]:
     return records
 
 
+def append_traces(path: Path, rows: Iterable[dict[str, Any]]) -> None:
+    """Append `{"id", "trace"}` rows to a traces file as one whole gzip member, on disk
+    before this returns: a kill leaves at most one member cut short, which readers skip
+    (`read_traces`) and a resumed run cuts off (`_trim_traces`)."""
+    data = "".join(json.dumps(row) + "\n" for row in rows).encode()
+    with path.open("ab") as fh:
+        fh.write(gzip.compress(data, mtime=0))
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def _trace_members(path: Path) -> tuple[list[bytes], int]:
+    """The text of each whole gzip member of a traces file, and how many bytes they fill."""
+    blob = memoryview(path.read_bytes())
+    members, good = [], 0
+    while good < len(blob):
+        member = zlib.decompressobj(wbits=31)  # one gzip member
+        try:
+            text = member.decompress(blob[good:])
+        except zlib.error:
+            break
+        if not member.eof:  # cut short by a kill
+            break
+        members.append(text)
+        good = len(blob) - len(member.unused_data)
+    return members, good
+
+
+def _trim_traces(path: Path) -> None:
+    """Cut off a member a kill left unfinished, so that appended members stay readable."""
+    if path.is_file():
+        good = _trace_members(path)[1]
+        if good != path.stat().st_size:
+            with path.open("r+b") as fh:
+                fh.truncate(good)
+
+
+def read_traces(folder: Path) -> dict[str, list[dict[str, Any]]]:
+    """Each question's trace by id from a run's traces.jsonl.gz; the last one written
+    wins (a question rerun after a kill). A clear error where the file is missing, as in
+    a fresh clone: traces stay on the machine that made the run."""
+    path = Path(folder) / TRACES
+    if not path.is_file():
+        raise UserError(
+            f"{folder} has no {TRACES}: traces stay on the machine that made the run "
+            "(git keeps only the scores)",
+            hint="run the same `hoprag eval` command into a new --out folder to trace it here",
+        )
+    return {
+        row["id"]: row["trace"]
+        for text in _trace_members(path)[0]
+        for row in map(json.loads, text.splitlines())
+    }
+
+
+def load_traced_run(folder: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """`load_run` with each record's "trace" put back from traces.jsonl.gz."""
+    config, records = load_run(folder)
+    traces = read_traces(folder)
+    missing = [r["id"] for r in records if r["id"] not in traces]
+    if missing:
+        raise UserError(
+            f"{len(missing)} of the {len(records)} questions of {folder} have no trace in "
+            f"{TRACES} (first: {missing[0]})"
+        )
+    return config, [{**r, "trace": traces[r["id"]]} for r in records]
+
+
+def _today() -> str:
+    return datetime.now(UTC).date().isoformat()
+
+
+def _write_run_file(out: Path, fields_: dict[str, Any]) -> None:
+    """run.json, replaced in one step: a kill never leaves it half written."""
+    tmp = out / f".{RUN}.tmp"
+    tmp.write_text(json.dumps(fields_, indent=2))
+    os.replace(tmp, out / RUN)
+
+
 def _check_out_dir(out: Path, config: RunConfig) -> list[dict[str, Any]]:
     run_file = out / RUN
     if out.exists() and not out.is_dir():
@@ -160,7 +247,7 @@ def _check_out_dir(out: Path, config: RunConfig) -> list[dict[str, Any]]:
                 hint="use another --out folder, or the same settings to resume",
             )
         return _read_results(out / RESULTS)
-    if out.is_dir() and any(out.iterdir()):
+    if out.is_dir() and any(p.name != f".{RUN}.tmp" for p in out.iterdir()):
         raise UserError(
             f"{out} is not empty and holds no hoprag run", hint="use a new or empty --out folder"
         )
@@ -345,7 +432,10 @@ def run_eval(
     )
     done = _check_out_dir(out, config)  # before any model is loaded
     out.mkdir(parents=True, exist_ok=True)
-    (out / RUN).write_text(json.dumps(asdict(config), indent=2))
+    # `date`: when results were last written (bench.render dates runs by it)
+    run_file = {**asdict(config), "date": _run_file_date(out)}
+    _write_run_file(out, run_file)
+    _trim_traces(out / TRACES)
 
     if corpus is not None:
         build_index(settings, Path(corpus), index_name, progress=progress)
@@ -365,10 +455,17 @@ def run_eval(
             ):
                 for q in bar:
                     record = answer_one(graph, q, settings, resources.gateway, judge)
+                    trace = record.pop("trace")
+                    # the trace first: a kill before the scores reruns the question, whose
+                    # new trace then wins
+                    append_traces(out / TRACES, [{"id": record["id"], "trace": trace}])
                     sink.write(json.dumps(record) + "\n")
                     sink.flush()
                     os.fsync(sink.fileno())
                     records.append(record)
+                    if run_file["date"] != _today():
+                        run_file["date"] = _today()
+                        _write_run_file(out, run_file)
                     s = summarise(records)["all"]
                     bar.set_postfix(
                         em=s["em"],
@@ -391,8 +488,17 @@ def run_eval(
     return summary
 
 
+def _run_file_date(out: Path) -> str | None:
+    """The date a run folder's run.json gives, if any (None for a new run)."""
+    try:
+        return json.loads((out / RUN).read_text()).get("date")
+    except FileNotFoundError:
+        return None
+
+
 def load_run(folder: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """(run config, result records) of a finished or partial run folder."""
+    """(run config, result records) of a finished or partial run folder; the records
+    without their traces (`load_traced_run`)."""
     run_file = Path(folder) / RUN
     if not run_file.is_file():
         raise UserError(f"{folder} holds no hoprag run (no {RUN})")
