@@ -130,6 +130,19 @@ def test_git_ignores_the_traces_and_keeps_the_scores() -> None:
     assert not ignored("bench/results/eval/musique-deft/run.json")
 
 
+def test_committed_results_hold_no_traces() -> None:
+    """bench/results stays small: the per-question scores only."""
+    committed = subprocess.run(
+        ["git", "ls-files", "bench/results"], cwd=ROOT, capture_output=True, text=True
+    ).stdout.split()
+    assert not [p for p in committed if p.endswith(run.TRACES)]
+    sizes = [(ROOT / p).stat().st_size for p in committed if (ROOT / p).is_file()]
+    assert sum(sizes) < 20 * 2**20  # issue 55: bench/results under 20 MB
+    for path in (p for p in committed if p.endswith(run.RESULTS)):
+        with (ROOT / path).open() as fh:
+            assert all("trace" not in json.loads(line) for line in fh), path
+
+
 def test_a_resumed_run_skips_finished_questions_and_mends_cut_files(
     graph: Graph, tmp_path: Path
 ) -> None:
