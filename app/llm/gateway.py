@@ -29,6 +29,7 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import LLMResult
 from langchain_openai import ChatOpenAI
+from langgraph.runtime import get_runtime
 
 from app.errors import ServiceError
 from app.llm.engine import (
@@ -291,10 +292,21 @@ class LLMGateway:
 
     def invoke(self, messages: Sequence[BaseMessage], max_tokens: int | None = None) -> str:
         """Plain-text completion of a chat; endpoint failures become `ServiceError`."""
-        reply = self._call(messages, max_tokens=max_tokens or self.settings.max_answer_tokens)
+        reply = self._call(messages, max_tokens=max_tokens or self._answer_tokens())
         if not isinstance(reply.content, str):
             raise ServiceError(f"the LLM endpoint {self.base_url} returned non-text content")
         return reply.content.strip()
+
+    def _answer_tokens(self) -> int:
+        """The running graph's `max_answer_tokens` (a server run's `context` may set it),
+        else the gateway's own: the answering nodes leave the cap to the gateway."""
+        try:
+            runtime = get_runtime()
+        except RuntimeError:  # outside a graph run: the eval's judge, a script
+            runtime = None
+        if runtime is None or runtime.context is None:
+            return self.settings.max_answer_tokens
+        return Settings.of(runtime).max_answer_tokens
 
     def p_yes(self, messages: Sequence[BaseMessage]) -> float:
         """p(yes) from the first generated token's top log-probabilities, renormalised
