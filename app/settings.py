@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 from copy import copy as dataclass_copy
 from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
@@ -22,8 +23,19 @@ RetrievalMode = Literal["dense", "bm25", "fused"]
 SubQuestionMode = Literal["write", "plan"]
 ChainIntegration = Literal["answer", "context"]
 
-# Questions longer than this are refused with a message (no model sees them).
+# Questions longer than this are refused with a message (no model sees them); the server
+# refuses them, and human messages as long, with a 422.
 MAX_QUESTION_CHARS = 2000
+# Server limits (graph/webapp.py): messages a thread holds with a run's new ones, and the
+# range of a run's `config.recursion_limit` (a DeFT run at the widest settings takes under
+# 200 steps).
+MAX_THREAD_MESSAGES = 200
+RECURSION_LIMIT_RANGE = (1, 200)
+# Browser pages allowed to call the server are named in HOPRAG_CORS_ORIGINS, none by
+# default; LangGraph Studio runs on this origin. A page served from the server's own
+# loopback address may call it too.
+STUDIO_ORIGIN = "https://smith.langchain.com"
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 
 # The question-answering systems (`graph/systems.py` builds each), known here so that a
 # wrong name is refused before any graph module loads.
@@ -252,6 +264,18 @@ def _request_value(name: str, value: Any, kind: Any, strict: bool) -> Any:
     )
 
 
+def _origins(raw: str) -> frozenset[str]:
+    """Comma-separated browser origins; a wildcard or a path is refused, not guessed at."""
+    origins = frozenset(o.strip().rstrip("/") for o in raw.split(",") if o.strip())
+    for origin in origins:
+        if not re.fullmatch(r"https?://[^/\s*]+", origin):
+            raise UserError(
+                f"HOPRAG_CORS_ORIGINS names {origin!r:.80}, which is not an origin",
+                hint=f"name each origin as scheme://host[:port], such as {STUDIO_ORIGIN}",
+            )
+    return origins
+
+
 def _env_name(name: str) -> str:
     return f"HOPRAG_{name.upper()}"
 
@@ -361,52 +385,82 @@ class Settings:
     )
     top_k: int = field(
         default=5,
-        metadata={"description": "Passages read by the vanilla reader and DeFT's fallback."},
+        metadata={
+            "description": "Passages read by the vanilla reader and DeFT's fallback.",
+            "range": (1, 50),
+        },
     )
     # DeFT-RAG (docs/method.md section 1).
-    w: int = field(default=10, metadata={"description": "Passages per retrieval (w)."})
+    w: int = field(
+        default=10, metadata={"description": "Passages per retrieval (w).", "range": (1, 50)}
+    )
     max_kept: int = field(
-        default=5, metadata={"description": "Passages kept per step by the relevance filter."}
+        default=5,
+        metadata={
+            "description": "Passages kept per step by the relevance filter.",
+            "range": (1, 20),
+        },
     )
     none_kept: int = field(
         default=5,
         metadata={
-            "description": "Passages read, best first, when none passes the relevance filter."
+            "description": "Passages read, best first, when none passes the relevance filter.",
+            "range": (1, 20),
         },
     )
-    max_steps: int = field(default=6, metadata={"description": "Sub-question steps (T)."})
+    # At most 12: a DeFT run of 12 steps takes about 130 graph steps, inside the server's
+    # RECURSION_LIMIT_RANGE.
+    max_steps: int = field(
+        default=6, metadata={"description": "Sub-question steps (T).", "range": (1, 12)}
+    )
     fallback_k: int = field(
-        default=20, metadata={"description": "Passages retrieved by the fallback (2w)."}
+        default=20,
+        metadata={"description": "Passages retrieved by the fallback (2w).", "range": (1, 100)},
     )
     fallback_extra: int = field(
         default=2,
         metadata={
             "description": "Passages beyond the retrieval top_k that the fallback reads "
-            "when DM_rel passes them."
+            "when DM_rel passes them.",
+            "range": (0, 20),
         },
     )
     read_words: int = field(
         default=100,
-        metadata={"description": "Words of the kept passages' best sentences a step reads."},
+        metadata={
+            "description": "Words of the kept passages' best sentences a step reads.",
+            "range": (10, 2000),
+        },
     )
     final_read_words: int = field(
         default=200,
         metadata={
-            "description": "Words of the best sentences the direct answer and the fallback read."
+            "description": "Words of the best sentences the direct answer and the fallback read.",
+            "range": (10, 4000),
         },
     )
-    tau_rel: float = field(default=0.5, metadata={"description": "Relevance threshold."})
+    tau_rel: float = field(
+        default=0.5, metadata={"description": "Relevance threshold.", "range": (0.0, 1.0)}
+    )
     # The method's 0.7 lowered: at 0.5 the calibrated DM_direct sends 13 more of the 180 dev
     # questions to the one-call answer, at the same EM (docs/decisions.md, "The
     # direct-answer threshold").
-    tau_direct: float = field(default=0.5, metadata={"description": "Direct-answer threshold."})
+    tau_direct: float = field(
+        default=0.5, metadata={"description": "Direct-answer threshold.", "range": (0.0, 1.0)}
+    )
     tau_shallow: float = field(
         default=0.5,
-        metadata={"description": "p(at most 2 hops) needed to allow the direct answer."},
+        metadata={
+            "description": "p(at most 2 hops) needed to allow the direct answer.",
+            "range": (0.0, 1.0),
+        },
     )
-    tau_suff: float = field(default=0.5, metadata={"description": "Sufficiency threshold."})
+    tau_suff: float = field(
+        default=0.5, metadata={"description": "Sufficiency threshold.", "range": (0.0, 1.0)}
+    )
     tau_same: float = field(
-        default=0.8, metadata={"description": "QA-cache same-question threshold."}
+        default=0.8,
+        metadata={"description": "QA-cache same-question threshold.", "range": (0.0, 1.0)},
     )
     direct_answer: bool = field(
         default=True,
@@ -460,7 +514,11 @@ class Settings:
         },
     )
     max_answer_tokens: int = field(
-        default=48, metadata={"description": "Cap on generated tokens for a short answer."}
+        default=48,
+        metadata={
+            "description": "Cap on generated tokens for a short answer.",
+            "range": (1, 1024),
+        },
     )
     # Serving and scale-out.
     host: str = field(
@@ -471,6 +529,14 @@ class Settings:
         },
     )
     port: int = field(default=8123, metadata={"description": "Port of `hoprag serve`."})
+    cors_origins: str = field(
+        default="",
+        metadata={
+            "description": "Browser origins (comma-separated, such as "
+            f"{STUDIO_ORIGIN}, which LangGraph Studio needs) whose pages may call the "
+            "server; empty: none."
+        },
+    )
     jobs: int = field(
         default=8, metadata={"description": "Runs `hoprag serve` executes at the same time."}
     )
@@ -528,6 +594,12 @@ class Settings:
                     f"unknown {f.name} {value!r} ({_env_name(f.name)})",
                     hint=f"use one of: {', '.join(allowed)}",
                 )
+        for f in fields(self):
+            low, high = f.metadata.get("range", (None, None))
+            value = getattr(self, f.name)
+            if low is not None and not low <= value <= high:
+                raise UserError(f"setting {f.name}={value} is out of range {low:g}..{high:g}")
+        _origins(self.cors_origins)  # a malformed origin fails at start, not per request
         if not 0 <= self.thread_retention_days < float("inf"):
             raise UserError(
                 f"HOPRAG_THREAD_RETENTION_DAYS={self.thread_retention_days:g} is not a "
@@ -583,6 +655,11 @@ class Settings:
                 setattr(copy, name, value)
         copy._validate()
         return copy
+
+    @property
+    def allowed_origins(self) -> frozenset[str]:
+        """HOPRAG_CORS_ORIGINS as origins such as `https://smith.langchain.com`."""
+        return _origins(self.cors_origins)
 
     @property
     def models_dir(self) -> Path:

@@ -4,25 +4,46 @@ A run's input is written to its thread's checkpoint before any node runs, so a m
 input (say `"messages": 5`) would fail inside the graph and leave a thread that can no
 longer be read. This middleware refuses such requests before they reach the server:
 bodies over `MAX_BODY_BYTES`, inputs and state updates whose fields have the wrong
-types, `context` settings a request may not set, and index names that are not names.
-The answer is a 4xx with one clear `detail` line; nothing is stored.
+types or sizes (question length, messages in the thread), `context` settings a request
+may not set or out of their range, a `config.recursion_limit` out of range, and index
+names that are not names. The answer is a 4xx with one clear `detail` line; nothing is
+stored.
+
+In front of those, browser pages are let in only from HOPRAG_CORS_ORIGINS: the server's
+own CORS grants none (langgraph.json `http.cors`), and a page of any other origin gets a
+403, since CORS alone would still run a `text/plain` POST, which skips the preflight.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import re
 from typing import Any
+from urllib.parse import urlsplit
 
+import httpx
 from starlette.applications import Starlette
+from starlette.datastructures import Headers
+from starlette.middleware.cors import CORSMiddleware
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.checks import check_name
 from app.errors import UserError
-from app.settings import Settings
+from app.settings import (
+    LOOPBACK_HOSTS,
+    MAX_QUESTION_CHARS,
+    MAX_THREAD_MESSAGES,
+    RECURSION_LIMIT_RANGE,
+    Settings,
+)
 
 MAX_BODY_BYTES = 1 << 20
+# Writes that add messages to a stored thread: runs on it and state updates.
+THREAD_WRITE = re.compile(r"/threads/([^/]+)/(?:runs(?:/stream|/wait)?|state)")
+# What the SDK reads of a cross-origin reply: pagination and a created run's location.
+EXPOSED_HEADERS = ["x-pagination-total", "x-pagination-next", "content-location"]
 ROLES = frozenset({"human", "user", "ai", "assistant", "system"})
 INPUT_FIELDS = {"question", "messages", "gold_passage_ids"}
 
@@ -41,6 +62,8 @@ def _check_message(message: Any, where: str) -> None:
         text = block.get("text", "") if isinstance(block, dict) else block
         if not isinstance(text, str):
             raise UserError(f"{where} content must be text, not {content!r:.40}")
+        if role in ("human", "user") and len(text) > MAX_QUESTION_CHARS:
+            raise UserError(f"{where} has {len(text)} characters; at most {MAX_QUESTION_CHARS}")
 
 
 def check_input(values: Any, what: str, strict: bool = True) -> None:
@@ -52,11 +75,18 @@ def check_input(values: Any, what: str, strict: bool = True) -> None:
     unknown = set(values) - INPUT_FIELDS
     if strict and unknown:
         raise UserError(f"{what} has unknown field(s) {sorted(unknown)}; send question or messages")
-    if not isinstance(values.get("question", ""), str):
+    question = values.get("question", "")
+    if not isinstance(question, str):
         raise UserError(f"{what}.question must be a string")
+    if len(question) > MAX_QUESTION_CHARS:
+        raise UserError(
+            f"{what}.question has {len(question)} characters; at most {MAX_QUESTION_CHARS}"
+        )
     messages = values.get("messages", [])
     if not isinstance(messages, list):
         raise UserError(f"{what}.messages must be a list of messages")
+    if len(messages) > MAX_THREAD_MESSAGES:
+        raise UserError(f"{what} has {len(messages)} messages; at most {MAX_THREAD_MESSAGES}")
     for i, message in enumerate(messages):
         _check_message(message, f"{what}.messages[{i}]")
     ids = values.get("gold_passage_ids", [])
@@ -81,17 +111,92 @@ def check_request(body: Any) -> None:
         if not isinstance(context, dict):
             raise UserError("context must be an object of settings")
         Settings().with_request(context, strict=True)
-    configurable = (
-        (body.get("config") or {}).get("configurable")
-        if isinstance(body.get("config"), dict)
-        else None
-    )
+    config = body.get("config")
+    config = config if isinstance(config, dict) else {}
+    if "recursion_limit" in config:
+        limit, (low, high) = config["recursion_limit"], RECURSION_LIMIT_RANGE
+        if not isinstance(limit, int) or isinstance(limit, bool) or not low <= limit <= high:
+            raise UserError(f"config.recursion_limit={limit!r:.40} is out of range {low}..{high}")
+    configurable = config.get("configurable")
     if isinstance(configurable, dict) and "index" in configurable:
         index = configurable["index"]
         if not isinstance(index, str):
             raise UserError("config.configurable.index must be an index name")
         if not (Settings().indexes_dir / check_name(index) / "manifest.json").is_file():
             raise UserError(f"no index named {index!r} on this server")
+
+
+async def check_thread_size(scope: Scope, body: Any) -> None:
+    """A run or state update may not take a stored thread past `MAX_THREAD_MESSAGES`."""
+    write = THREAD_WRITE.fullmatch(scope["path"])
+    values = (body.get("input") or body.get("values")) if isinstance(body, dict) else None
+    if write is None or not isinstance(values, dict):
+        return
+    added = len(values.get("messages") or []) or int(bool(values.get("question")))
+    if not added:
+        return
+    stored = await thread_messages(scope, write.group(1))
+    if stored + added > MAX_THREAD_MESSAGES:
+        raise UserError(
+            f"the thread holds {stored} messages and this adds {added}; a thread holds at "
+            f"most {MAX_THREAD_MESSAGES}",
+            hint="start a new thread",
+        )
+
+
+async def thread_messages(scope: Scope, thread_id: str) -> int:
+    """How many messages a thread holds, read from the server itself with the request's
+    own headers, so that its auth decides what the request may see (0: none it may)."""
+    headers = [
+        (name, value)
+        for name, value in Headers(scope=scope).items()
+        if name not in ("host", "origin", "content-length", "content-type")
+    ]
+    transport = httpx.ASGITransport(app=scope["app"])
+    async with httpx.AsyncClient(transport=transport, base_url="http://hoprag") as client:
+        response = await client.get(f"/threads/{thread_id}", headers=headers)
+    values = response.json().get("values") if response.status_code == 200 else None
+    messages = values.get("messages") if isinstance(values, dict) else None
+    return len(messages) if isinstance(messages, list) else 0
+
+
+def _own_loopback_origin(scope: Scope, origin: str) -> bool:
+    """A page the server itself serves on a loopback address (its /docs): not a host name
+    that merely points there, which is how a rebinding page would look."""
+    host = Headers(scope=scope).get("host", "")
+    return origin == f"http://{host}" and urlsplit(origin).hostname in LOOPBACK_HOSTS
+
+
+class OriginCheck:
+    """Pure ASGI middleware: a browser page (a request with an `Origin`) may call the
+    server only from HOPRAG_CORS_ORIGINS, which get CORS grants, or from the server's own
+    loopback address; any other origin gets a 403 and no grant."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+        self.origins = Settings().allowed_origins
+        self.cors = CORSMiddleware(
+            app,
+            allow_origins=sorted(self.origins),
+            allow_methods=["*"],
+            allow_headers=["*"],
+            allow_credentials=True,
+            allow_private_network=True,  # Chrome asks before a public page calls loopback
+            expose_headers=EXPOSED_HEADERS,
+        )
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        origin = Headers(scope=scope).get("origin") if scope["type"] == "http" else None
+        if origin is None or _own_loopback_origin(scope, origin):
+            await self.app(scope, receive, send)
+        elif origin in self.origins:
+            await self.cors(scope, receive, send)
+        else:
+            detail = (
+                f"pages of origin {origin[:80]!r} may not call this server "
+                "(HOPRAG_CORS_ORIGINS names those that may)"
+            )
+            await _refuse(403, detail)(scope, receive, send)
 
 
 def _refuse(status: int, detail: str) -> JSONResponse:
@@ -129,6 +234,7 @@ class RequestCheck:
             parsed = None  # not JSON: the server's own parser answers
         try:
             await asyncio.to_thread(check_request, parsed)  # it looks at index folders
+            await check_thread_size(scope, parsed)
         except UserError as exc:
             await _refuse(422, str(exc))(scope, receive, send)
             return
@@ -152,3 +258,4 @@ def _replay(body: bytes, receive: Receive) -> Receive:
 
 app = Starlette()
 app.add_middleware(RequestCheck)
+app.add_middleware(OriginCheck)  # the outer one: a foreign page is refused before all else

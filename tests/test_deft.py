@@ -23,7 +23,7 @@ def resources(settings: Settings, sample_index: str):
 
 def test_two_hop_question_through_sub_questions(resources: Resources, settings: Settings) -> None:
     # No direct answer: the run must build the chain one self-contained sub-question at a time.
-    context = settings.with_overrides(tau_direct=2.0)
+    context = settings.with_overrides(direct_answer=False)
     graph = build_deft(resources)
     events = list(
         graph.stream(

@@ -24,7 +24,7 @@ from app.cli.common import load_settings
 from app.errors import ServiceError, UserError
 from app.eval.metrics import prompt_reuse
 from app.index.documents import format_citations
-from app.settings import TRACE_DECISION_BATCH, Settings
+from app.settings import LOOPBACK_HOSTS, STUDIO_ORIGIN, TRACE_DECISION_BATCH, Settings
 
 TraceOpt = Annotated[bool, typer.Option("--trace", help="Show every step and decision live.")]
 
@@ -157,7 +157,8 @@ def serve(
     reload: Annotated[bool, typer.Option(help="Restart on code changes.")] = False,
 ) -> None:
     """Serve every graph of langgraph.json with `langgraph dev` (chat, Studio, SDK) on
-    HOPRAG_HOST:HOPRAG_PORT (loopback by default); offline unless you turn tracing on."""
+    HOPRAG_HOST:HOPRAG_PORT (loopback; any other interface only behind an auth hook);
+    offline unless you turn tracing on."""
     settings = load_settings()
     config = Path(__file__).resolve().parents[2] / "langgraph.json"
     langgraph = shutil.which("langgraph", path=str(Path(sys.executable).parent))
@@ -166,14 +167,15 @@ def serve(
             "`hoprag serve` needs langgraph-cli and a source checkout (langgraph.json)",
             hint='pip install -e ".[dev]" in the repository',
         )
+    if settings.host not in LOOPBACK_HOSTS and "auth" not in json.loads(config.read_text()):
+        raise UserError(
+            f"serving on {settings.host} without auth is refused: anyone who reaches it "
+            "could run graphs and read threads",
+            hint="add an auth hook to langgraph.json (docs/guide.md, 'Exposing the server'), "
+            "or serve on 127.0.0.1",
+        )
     if settings.thread_retention_days:
         _apply_retention(settings)
-    if settings.host not in ("127.0.0.1", "localhost", "::1"):
-        typer.echo(
-            f"warning: serving on {settings.host}: anyone who reaches it can run graphs; "
-            "put LangGraph's auth hook in front (see README, 'Exposing the server')",
-            err=True,
-        )
     env = {
         **os.environ,
         "LANGGRAPH_CLI_NO_ANALYTICS": "1",
@@ -193,6 +195,13 @@ def serve(
         str(settings.jobs),
         *([] if reload else ["--no-reload"]),
     ]
+    origins = ", ".join(sorted(settings.allowed_origins))
+    typer.echo(
+        f"browser pages of {origins} may call it"
+        if origins
+        else f"no browser page may call it; Studio needs HOPRAG_CORS_ORIGINS={STUDIO_ORIGIN}",
+        err=True,
+    )
     typer.echo(f"serving on http://{settings.host}:{settings.port} (Ctrl-C stops)", err=True)
     os.chdir(config.parent)
     os.execve(langgraph, args, env)
