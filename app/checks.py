@@ -9,9 +9,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from app.errors import UserError
-from app.settings import BENCHMARKS, MAX_QUESTION_CHARS, SYSTEM_NAMES, Settings
+from app.settings import BENCHMARKS, MAX_QUESTION_CHARS, QA_CACHE_SUFFIX, SYSTEM_NAMES, Settings
 
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
 
 def clean_question(text: str) -> str:
@@ -42,10 +42,16 @@ def check_system(name: str) -> str:
 
 
 def check_name(name: str) -> str:
-    if not NAME_RE.match(name or ""):
+    """An index name that is a file name in the indexes folder and no other file's."""
+    if not NAME_RE.fullmatch(name or ""):
         raise UserError(
             f"{name!r} is not a valid index name",
             hint="use 1-64 letters, digits, '_', '-' or '.', starting with a letter or digit",
+        )
+    if QA_CACHE_SUFFIX in name:
+        raise UserError(
+            f"{name!r} is not a valid index name",
+            hint=f"names with {QA_CACHE_SUFFIX!r} in them are taken by the indexes' QA caches",
         )
     return name
 

@@ -35,11 +35,25 @@ class Resources:
         """Open the index first (cheap, fails fast on a bad name), then load models."""
         index = CorpusIndex.open(settings, index_name)
         embedder = Embedder(settings.runtime_dir)
-        gateway = LLMGateway(settings)
-        cache = QACache.open(settings, index_name, index.manifest["fingerprint"], embedder)
         trained = (
             TrainedDM.load(DM_DIR, settings.runtime_dir, embedder) if settings.trained_dm else None
         )
+        return cls._over(
+            settings, index, LLMGateway(settings), embedder, trained, ExampleBank(embedder)
+        )
+
+    @classmethod
+    def _over(
+        cls,
+        settings: Settings,
+        index: CorpusIndex,
+        gateway: LLMGateway,
+        embedder: Embedder,
+        trained: TrainedDM | None,
+        examples: ExampleBank,
+    ) -> Resources:
+        """The models put together with the stores of one opened index."""
+        cache = QACache.open(settings, index.name, index.manifest["fingerprint"], embedder)
         dm = DecisionModel(gateway, embedder, index=index, trained=trained)
         return cls(
             settings,
@@ -48,8 +62,21 @@ class Resources:
             Retriever(index, embedder, settings.retrieval),
             dm,
             cache,
-            ExampleBank(embedder),
+            examples,
             SentenceGraph.open(index, embedder, dm),
+        )
+
+    def reopened(self) -> Resources:
+        """The same models over the index's current version, for a server whose index
+        was rebuilt; these resources are left as they are to the runs still using them."""
+        index = CorpusIndex.open(self.settings, self.index.name)
+        return self._over(
+            self.settings,
+            index,
+            self.gateway,
+            self.retriever.embedder,
+            self.dm.trained,
+            self.examples,
         )
 
     def close(self) -> None:
@@ -62,7 +89,9 @@ class Resources:
 class ResourcePool:
     """Resources per index for a long-lived server: each opened once per process, by the
     first run that needs it, in a worker thread so that the event loop never blocks on
-    model loading (concurrent first runs wait for the same opening)."""
+    model loading (concurrent first runs wait for the same opening). A run that finds
+    the index's link pointing at another version (`hoprag index` or `graph build` wrote
+    one) gets that version's stores, with the same models."""
 
     settings: Settings
     _opened: dict[str, Resources] = field(default_factory=dict)
@@ -70,11 +99,13 @@ class ResourcePool:
 
     def get(self, index: str) -> Resources:
         with self._lock:
-            if index not in self._opened:
-                self._opened[index] = Resources.open(
-                    self.settings.with_overrides(index=index), index
-                )
-            return self._opened[index]
+            opened = self._opened.get(index)
+            if opened is None:
+                opened = Resources.open(self.settings.with_overrides(index=index), index)
+            elif opened.index.path != (self.settings.indexes_dir / index).resolve():
+                opened = opened.reopened()
+            self._opened[index] = opened
+            return opened
 
     async def aget(self, index: str) -> Resources:
         return await asyncio.to_thread(self.get, index)

@@ -128,6 +128,9 @@ CHAT_HISTORY_CHARS = 400
 # CREATE TABLE IF NOT EXISTS races when several processes start at once).
 POSTGRES_CONNECT_TIMEOUT_S = 10
 QA_CACHE_SCHEMA_LOCK = 0x6870_7161  # "hpqa"
+# Without Postgres, index NAME's QA cache is the SQLite file NAME + this, beside the index
+# (SQLite adds -wal and -shm to it), so no index name may contain it.
+QA_CACHE_SUFFIX = ".qa_cache.sqlite"
 # SQLite QA cache: how long a process waits for another's write lock (and for its own
 # set-up, when several processes open a new cache file at once), and the pause between
 # set-up tries.

@@ -29,7 +29,24 @@ def test_questions_are_cleaned_and_refused_when_empty_or_too_long() -> None:
         check_question("x" * (MAX_QUESTION_CHARS + 1))
 
 
-@pytest.mark.parametrize("name", ["", "../x", ".hidden", "a" * 65, "a b"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "",
+        "../x",
+        ".hidden",
+        "a" * 65,
+        "a b",
+        "sample\n",
+        "x.qa_cache.sqlite",
+        "x.qa_cache.sqlite-wal",
+    ],
+)
 def test_bad_index_names_are_refused(name: str) -> None:
     with pytest.raises(UserError, match="not a valid index name"):
         check_name(name)
+
+
+@pytest.mark.parametrize("name", ["a", "my.docs-2_b", "x" * 64, "qa_cache.sqlite.x"])
+def test_good_index_names_pass(name: str) -> None:
+    assert check_name(name) == name

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-import app.index.indexing as indexing
 from app.checks import list_indexes
 from app.errors import UserError
 from app.index.indexing import build_index
@@ -112,33 +111,6 @@ def test_editing_one_section_of_a_long_file_reanalyses_only_its_passages(
     [edited] = index.passages([21])
     assert "Marrow River" in edited.text and edited.cite() == "handbook.md \u203a Brisk Hollow"
     assert edited.title == "Brisk Hollow"
-
-
-def test_failed_build_leaves_the_old_index_intact(
-    settings: Settings, tmp_path: Path, embedder, ner, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    build_index(settings, SAMPLE_CORPUS, "atomic", progress=False, embedder=embedder, ner=ner)
-    before = (settings.indexes_dir / "atomic" / "manifest.json").read_text()
-
-    def crash(*args, **kwargs):
-        raise RuntimeError("disk full")
-
-    monkeypatch.setattr(indexing, "build_bm25", crash)
-    with pytest.raises(RuntimeError, match="disk full"):
-        build_index(
-            settings,
-            _corpus(tmp_path, [NEW_DOC]),
-            "atomic",
-            progress=False,
-            embedder=embedder,
-            ner=ner,
-        )
-    assert (settings.indexes_dir / "atomic" / "manifest.json").read_text() == before
-    assert CorpusIndex.open(settings, "atomic").collection.count() == 24
-    leftovers = [
-        p.name for p in settings.indexes_dir.iterdir() if ".tmp-" in p.name or ".old-" in p.name
-    ]
-    assert leftovers == []
 
 
 def test_corrupt_index_is_reported(settings: Settings, embedder, ner) -> None:

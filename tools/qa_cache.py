@@ -33,6 +33,7 @@ from app.settings import (
     CACHE_FILLER_WORDS,
     CACHE_MIN_COSINE,
     QA_CACHE_SCHEMA_LOCK,
+    QA_CACHE_SUFFIX,
     SQLITE_BUSY_S,
     SQLITE_RETRY_PAUSE_S,
     Settings,
@@ -282,7 +283,7 @@ def open_store(settings: Settings, index_name: str) -> CacheStore:
     every process), else the SQLite file beside the index."""
     if settings.postgres_url:
         return PostgresStore(settings.postgres_url, index_name)
-    return SqliteStore(settings.indexes_dir / f"{index_name}.qa_cache.sqlite")
+    return SqliteStore(settings.indexes_dir / f"{index_name}{QA_CACHE_SUFFIX}")
 
 
 @dataclass(frozen=True)

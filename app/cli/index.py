@@ -9,7 +9,6 @@ commands start in a fraction of a second.
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -119,25 +118,28 @@ def graph_build(
     # lazy: chromadb, onnxruntime, scipy
     from app.encoders.embeddings import Embedder
     from app.index.graph_build import build_sentence_graph, previous_vectors
-    from app.index.indexing import name_lock
     from app.index.store import CorpusIndex, seal
+    from app.index.versions import copy_version, name_lock, new_version, settle
 
     settings = load_settings()
-    corpus = CorpusIndex.open(settings, index)
-    folder, manifest = corpus.path, corpus.manifest
-    corpus.close()
-    with name_lock(settings.indexes_dir, index):
-        report = build_sentence_graph(
-            folder,
-            Embedder(settings.runtime_dir),
-            progress=not quiet,
-            reuse=previous_vectors(folder),
-        )
-        manifest["graph_edges"] = report["edges"]
-        seal(folder, manifest)
-        tmp = folder / ".manifest.json.tmp"
-        tmp.write_text(json.dumps(manifest, indent=2))
-        os.replace(tmp, folder / "manifest.json")
+    require_index(settings, index)
+    root = settings.indexes_dir
+    with name_lock(root, index):  # a new version of the index, like `hoprag index` writes
+        settle(root, index)
+        corpus = CorpusIndex.open(settings, index)  # the manifest as the lock holder sees it
+        current, manifest = corpus.path, corpus.manifest
+        corpus.close()
+        with new_version(root, index) as version:
+            copy_version(current, version)
+            report = build_sentence_graph(
+                version,
+                Embedder(settings.runtime_dir),
+                progress=not quiet,
+                reuse=previous_vectors(current),
+            )
+            manifest["graph_edges"] = report["edges"]
+            seal(version, manifest)
+            (version / "manifest.json").write_text(json.dumps(manifest, indent=2))
     typer.echo(json.dumps(report, indent=2))
 
 

@@ -1,7 +1,8 @@
 """Turning a corpus into an index, atomically and incrementally.
 
-Every build writes a complete new index into a hidden temporary folder and renames it
-into place only when it is finished, so a crash never leaves a half-written index. The
+Every build writes a complete new version of the index into a hidden folder and
+switches the index's link to it only when it is finished (app/index/versions.py), so a
+crash, even a SIGKILL, never leaves a half-written index or none. The
 expensive per-passage work (spaCy sentences + NER, MiniLM embeddings) is keyed by the
 passage's content hash and copied from the previous version of the index, so adding
 documents only analyses and embeds the new ones. The cheap corpus-wide parts (BM25
@@ -11,15 +12,10 @@ they depend on the whole collection; sentence vectors are reused by sentence tex
 
 from __future__ import annotations
 
-import fcntl
 import json
-import os
-import shutil
 import sqlite3
 import time
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -43,6 +39,7 @@ from app.index.store import (
     normalise_entity,
     seal,
 )
+from app.index.versions import name_lock, new_version, settle
 from app.settings import SPACY_MODEL, Settings
 from tools.bm25 import build_bm25
 
@@ -63,19 +60,8 @@ class IndexReport:
     seconds: dict[str, float] = field(default_factory=dict)
 
 
-@contextmanager
-def name_lock(root: Path, name: str) -> Iterator[None]:
-    """One writer per index name across processes."""
-    with (root / f".{name}.lock").open("w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
-
-
-def _previous(dest: Path) -> CorpusIndex | None:
-    if not (dest / "manifest.json").is_file():
+def _previous(dest: Path | None) -> CorpusIndex | None:
+    if dest is None or not (dest / "manifest.json").is_file():
         return None
     try:
         return CorpusIndex(dest)
@@ -195,11 +181,11 @@ def build_index(
     passages = load_corpus(source, settings)  # input errors surface before any model loads
     fp = fingerprint(passages)
     root = settings.indexes_dir
-    root.mkdir(parents=True, exist_ok=True)
     dest = root / name
     timings: dict[str, float] = {}
     with name_lock(root, name):
-        old = _previous(dest)
+        current = settle(root, name)
+        old = _previous(current)
         if old is not None and old.manifest.get("fingerprint") == fp:
             old.close()
             return IndexReport(
@@ -236,26 +222,26 @@ def build_index(
                 vectors[p.content_hash] = vec.tobytes()
             timings["embed"] = time.perf_counter() - t0
 
-        tmp = root / f".{name}.tmp-{os.getpid()}"
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir()
-        try:
+        with new_version(root, name) as version:
             t0 = time.perf_counter()
             n_sentences, n_entities = _write_sqlite(
-                tmp / "hoprag.sqlite", passages, vectors, analyses, fp
+                version / "hoprag.sqlite", passages, vectors, analyses, fp
             )
             timings["sqlite"] = time.perf_counter() - t0
             t0 = time.perf_counter()
             chroma_dir = f"chroma-{fp[:12]}"
-            _write_chroma(tmp / chroma_dir, passages, vectors, progress)
+            _write_chroma(version / chroma_dir, passages, vectors, progress)
             timings["chroma"] = time.perf_counter() - t0
             t0 = time.perf_counter()
-            build_bm25([passage_text(p.title, p.text) for p in passages], tmp / "bm25")
+            build_bm25([passage_text(p.title, p.text) for p in passages], version / "bm25")
             timings["bm25"] = time.perf_counter() - t0
             t0 = time.perf_counter()
             embedder = embedder or Embedder(settings.runtime_dir)
             graph = build_sentence_graph(
-                tmp, embedder, progress=progress, reuse=previous_vectors(dest)
+                version,
+                embedder,
+                progress=progress,
+                reuse=previous_vectors(current) if current else None,
             )
             timings["graph"] = time.perf_counter() - t0
             report = IndexReport(
@@ -282,18 +268,6 @@ def build_index(
                 "spacy_model": SPACY_MODEL,
                 "built_at": datetime.now(UTC).isoformat(),
             }
-            seal(tmp, manifest)
-            (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2))
-            _swap_in(tmp, dest)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+            seal(version, manifest)
+            (version / "manifest.json").write_text(json.dumps(manifest, indent=2))
     return report
-
-
-def _swap_in(tmp: Path, dest: Path) -> None:
-    """Replace `dest` by the finished `tmp`: two renames, then cleanup."""
-    retired = dest.with_name(f".{dest.name}.old-{os.getpid()}")
-    if dest.exists():
-        os.rename(dest, retired)
-    os.rename(tmp, dest)
-    shutil.rmtree(retired, ignore_errors=True)

@@ -1,6 +1,7 @@
 """An index on disk: SQLite tables, a Chroma collection and a bm25s index, side by side.
 
-Layout of ``$HOPRAG_HOME/indexes/NAME/``::
+Layout of ``$HOPRAG_HOME/indexes/NAME/``, a link to the index's current version folder
+(app/index/versions.py)::
 
     manifest.json   name, corpus fingerprint, counts, models, timings
     hoprag.sqlite   passages (with embeddings), sentences, entities, mentions
@@ -22,7 +23,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
 import sqlite3
 import threading
 from dataclasses import dataclass
@@ -38,7 +38,8 @@ from chromadb.config import Settings as ChromaSettings
 from app.checks import check_name, require_index
 from app.errors import ServiceError, UserError
 from app.index.documents import Source
-from app.settings import Settings
+from app.index.versions import name_lock, settle, unpublish
+from app.settings import QA_CACHE_SUFFIX, Settings
 
 INDEX_FORMAT = 2  # 2: passages keep their source in a document
 COLLECTION = "passages"
@@ -130,9 +131,10 @@ class CorpusIndex:
     """Read access to one finished index. Opened once and shared by all readers."""
 
     def __init__(self, path: Path, chroma_url: str = "") -> None:
+        self.name = path.name
+        path = path.resolve()  # this version of the index, whatever the link points to later
         self.path = path
         self.chroma_url = chroma_url
-        self.name = path.name
         manifest = path / "manifest.json"
         try:
             self.manifest: dict[str, Any] = json.loads(manifest.read_text())
@@ -296,16 +298,23 @@ def normalise_entity(surface: str) -> str:
 
 
 def drop_index(settings: Settings, name: str) -> Path:
-    path = settings.indexes_dir / check_name(name)
+    """Delete an index and its QA cache, holding the lock every writer of the name holds."""
+    root = settings.indexes_dir
+    path = root / check_name(name)
+    missing = UserError(f"no index named {name!r}", hint="see `hoprag index list`")
     if not path.is_dir():
-        raise UserError(f"no index named {name!r}", hint="see `hoprag index list`")
-    if settings.postgres_url:  # the shared cache: this index's rows (first: it may be down)
-        from tools.qa_cache import PostgresStore
+        raise missing
+    with name_lock(root, name):
+        current = settle(root, name)
+        if current is None:  # dropped while this one waited
+            raise missing
+        if settings.postgres_url:  # the shared cache: this index's rows (first: it may be down)
+            from tools.qa_cache import PostgresStore
 
-        store = PostgresStore(settings.postgres_url, name)
-        store.clear()
-        store.close()
-    shutil.rmtree(path)
-    for cache_file in settings.indexes_dir.glob(f"{name}.qa_cache.sqlite*"):
-        cache_file.unlink()  # a cache without its index would only ever be stale
+            store = PostgresStore(settings.postgres_url, name)
+            store.clear()
+            store.close()
+        unpublish(root, name, current)
+        for cache_file in root.glob(f"{name}{QA_CACHE_SUFFIX}*"):
+            cache_file.unlink()  # a cache without its index would only ever be stale
     return path
