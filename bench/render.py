@@ -397,7 +397,7 @@ def answering() -> Section:
         "model, so it is noisy; `coverage` is the share of questions whose whole gold chain "
         "was fed to a reader. `p`: McNemar's exact test on EM against `deft` (`hoprag eval "
         "compare`). Seconds are medians per question; runs that shared the machine (their "
-        "`note.md` says so) have inflated ones. `run`: when the results were committed, and "
+        "`note.md` says so) have inflated ones. `run`: the date in the run's run.json, and "
         "the commit the run's note names."
     ]
     for bench in BENCHMARKS:
@@ -528,7 +528,8 @@ def deft_errors() -> Section:
     ]
     text = _section(
         "Where wrong answers lost the gold answer",
-        _header(r) + "Read from the committed traces by `bench/deft_errors.py` (its docstring "
+        _header(r) + "Read from the runs' traces (`traces.jsonl.gz` beside each run, not in "
+        "git) by `bench/deft_errors.py` (its docstring "
         "defines the stages): each wrong answer at the first stage where the gold answer went "
         "missing. `never_read`: nothing a reader read holds it (the sentences read, where a "
         "passage was read in part); `read_not_taken`: something did and the reader answered "
