@@ -37,7 +37,9 @@ def test_sample_index_contents(settings: Settings, sample_index: str) -> None:
     assert index.passages([14, 6])[0].title == "Odile Farrengast"
     assert index.sentences_of(14)[1] == "Odile Farrengast was born in the town of Oskelund."
     labels = dict(index.db.execute("SELECT name, label FROM entities").fetchall())
-    assert labels["oskelund"] == "GPE" or labels["oskelund"] in {"LOC", "PERSON", "ORG"}
+    assert labels["oskelund"] == "GPE"  # a town, in its one mention
+    # the label most of its mentions got: ORG in the first, PERSON in the other three
+    assert labels["tavistrom college"] == "PERSON"
 
 
 def test_unchanged_corpus_does_nothing(settings: Settings, sample_index: str) -> None:
