@@ -96,6 +96,29 @@ def check_input(values: Any, what: str, strict: bool = True) -> None:
         raise UserError(f"{what}.gold_passage_ids must be a list of integers")
 
 
+def check_supersteps(steps: Any) -> None:
+    """A thread created with its state written step by step (POST /threads) holds the
+    same values, and as many messages, as runs could give it."""
+    if not isinstance(steps, list):
+        return  # the server's own schema check answers this one
+    updates = [
+        update
+        for step in steps
+        if isinstance(step, dict) and isinstance(step.get("updates"), list)
+        for update in step["updates"]
+        if isinstance(update, dict)
+    ]
+    added = 0
+    for i, update in enumerate(updates):
+        values = update.get("values")
+        check_input(values, f"supersteps update {i} values", strict=False)
+        added += len(values.get("messages") or []) if isinstance(values, dict) else 0
+    if added > MAX_THREAD_MESSAGES:
+        raise UserError(
+            f"supersteps add {added} messages; a thread holds at most {MAX_THREAD_MESSAGES}"
+        )
+
+
 def check_request(body: Any) -> None:
     """Every part of a run, assistant or state-update request that reaches the graph."""
     if isinstance(body, list):  # /runs/batch
@@ -106,6 +129,7 @@ def check_request(body: Any) -> None:
         return  # the server's own schema check answers this one
     check_input(body.get("input"), "input")
     check_input(body.get("values"), "values", strict=False)
+    check_supersteps(body.get("supersteps"))
     context = body.get("context")
     if context is not None:
         if not isinstance(context, dict):

@@ -29,7 +29,7 @@ from app.settings import (
     STUDIO_ORIGIN,
     Settings,
 )
-from graph.webapp import OriginCheck, RequestCheck
+from graph.webapp import OriginCheck, RequestCheck, check_request
 from tests.conftest import ROOT
 
 SERVER = "http://127.0.0.1:8123"
@@ -203,6 +203,20 @@ def test_a_thread_takes_no_more_than_its_message_limit(
         )
         assert response.status_code == 200, response.text
     assert len(stand_in.runs) == 4
+
+
+def test_a_thread_made_with_its_state_is_held_to_the_same_checks() -> None:
+    message = {"role": "user", "content": "hello"}
+    half = {"updates": [{"values": {"messages": [message] * (MAX_THREAD_MESSAGES // 2 + 1)}}]}
+    long = {"updates": [{"values": {"question": "x" * (MAX_QUESTION_CHARS + 1)}}]}
+    for steps, detail in [
+        ([half, half], f"a thread holds at most {MAX_THREAD_MESSAGES}"),
+        ([long], f"at most {MAX_QUESTION_CHARS}"),
+        ([{"updates": [{"values": {"messages": 5}}]}], "must be a list of messages"),
+    ]:
+        with pytest.raises(UserError, match=detail):
+            check_request({"supersteps": steps})
+    check_request({"supersteps": [half]})
 
 
 def test_every_numeric_request_setting_has_a_range_that_holds_its_default() -> None:
