@@ -12,6 +12,7 @@ from prompts import format_passages, load_prompt, reply_form
 from tools.qa_cache import question_words
 
 UNKNOWN = "unknown"
+_QUOTES = "\"'`*"
 _PREFIX = re.compile(r"^(final answer|answer|a)\s*[:\-]\s*", re.IGNORECASE)
 
 
@@ -20,9 +21,9 @@ def clean_answer(text: str) -> str:
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
     if not lines:
         return UNKNOWN
-    answer = _PREFIX.sub("", lines[0]).strip().strip("\"'`*").strip()
+    answer = _PREFIX.sub("", lines[0]).strip().strip(_QUOTES).strip()
     answer = answer[:-1].strip() if answer.endswith(".") else answer
-    return answer or UNKNOWN
+    return answer.strip(_QUOTES).strip() or UNKNOWN  # a period after the quote: '"X".'
 
 
 def is_unknown(answer: str) -> bool:

@@ -234,7 +234,7 @@ class _Recorder:
 
     def invoke(self, messages: list, max_tokens: int | None = None) -> str:
         self.seen = "\n".join(m.content for m in messages)
-        return "Pat Brown"
+        return "Answer: Pat Brown.\nHe is the father of Jerry Brown."
 
 
 def _fallback(state: dict, gateway: _Recorder, retriever: _QueryRecorder) -> dict:
@@ -257,8 +257,9 @@ def test_the_fallback_reads_the_rows_it_has_when_they_decide_nothing() -> None:
         "hop": 2,
     }
     update = _fallback(state, gateway, _QueryRecorder())
-    assert "Who is the spouse of Anne Gust Brown? Jerry Brown" in gateway.seen
-    assert update["answer"] == "Pat Brown" and update["answer_passage_ids"] == [7]
+    assert "- Who is the spouse of Anne Gust Brown? Jerry Brown" in gateway.seen
+    assert update["answer"] == "Pat Brown"  # the reply's first line, cleaned
+    assert update["answer_passage_ids"] == [7]  # the row's passage: nothing was retrieved
 
 
 def test_the_fallback_searches_and_reads_the_question_with_the_answers_in_place() -> None:

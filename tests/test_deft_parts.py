@@ -27,7 +27,7 @@ from graph.deft import (
     route_after_sufficiency,
 )
 from graph.state import merge_passages
-from nodes.answer import echoes_question, is_unknown, read_passages
+from nodes.answer import clean_answer, echoes_question, is_unknown, read_passages
 from nodes.cache import lookup_qa_cache
 from nodes.direct import answer_directly, check_direct_answer
 from nodes.final import (
@@ -162,6 +162,10 @@ def test_text_cleaning() -> None:
     assert clean_sub_question("  \n ") == ""
     assert is_unknown("Unknown.") and is_unknown("") and is_unknown("not mentioned")
     assert not is_unknown("Oskelund")
+    assert clean_answer('Answer: "Ulden River".\nBecause ...') == "Ulden River"
+    assert clean_answer("**Ulden River.**") == clean_answer("A: Ulden River") == "Ulden River"
+    assert clean_answer("Washington, D.C.") == "Washington, D.C"  # one final period goes
+    assert clean_answer(' "" ') == clean_answer("\n") == "unknown"
     taken = take_question({"question": "  Who\x00 is\tit? "}, fresh={})
     assert taken["question"] == "Who is it?"
     assert [m.content for m in taken["messages"]] == ["Who is it?"]  # joins the chat
@@ -805,7 +809,7 @@ def test_the_direct_answer_reads_the_passages_a_relevant_one_names() -> None:
         "question": "Which river flows by Tavistrom College's town?",
         "question_passages": passages,
     }
-    reader = ScriptedWriter("Ulden River")
+    reader = ScriptedWriter('Answer: "Ulden River".')
     dm = _JudgesRelevance()
     update = answer_directly(
         state,
@@ -819,7 +823,10 @@ def test_the_direct_answer_reads_the_passages_a_relevant_one_names() -> None:
     # one passes: the top 2 (keep rules), then the town the college's text names; the
     # river, named only by the town's passage, is two links away
     assert update["answer_passage_ids"] == [1, 2, 3]
-    assert "Ulden River" in reader.last and update["answer"] == "Ulden River"
+    # the reader is shown those three, and not the river's own passage
+    assert "[3] Brisk Hollow (town): A town on the Ulden River." in reader.last
+    assert "[4]" not in reader.last and "A river." not in reader.last
+    assert update["answer"] == "Ulden River"  # its reply, cleaned
 
 
 @pytest.mark.parametrize(
