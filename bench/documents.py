@@ -104,23 +104,45 @@ def _words(text: str, n: int | None = None) -> str:
 
 
 def gold_chunks(corpus: list[dict[str, str]], index: CorpusIndex) -> dict[int, list[int]]:
-    """Corpus passage id -> the ids of the indexed passages cut from its text: those of
-    its file whose opening words its text holds."""
+    """Corpus passage id -> the ids of the indexed passages cut from its text. A file's
+    passages follow its corpus passages in order: each opens in the first one from the
+    current on that holds its opening and is not yet covered (corpora hold passages twice,
+    and sentences in common), and takes the next ones too that it holds whole after it
+    (plain text joins short paragraphs). One that opens in none (a PDF reader reorders
+    a right-to-left script and drops a script its font lacks) goes to the one sharing
+    half its words."""
     by_file: dict[str, list[Any]] = {}
     for record in index.passages(list(range(len(index)))):
         if record.source is not None:
             by_file.setdefault(record.source.file, []).append(record)
     chunks: dict[int, list[int]] = {}
     for file, records in by_file.items():
-        part = int(Path(file).stem.split("-")[1]) - 1
-        first = part * PASSAGES_PER_FILE
-        candidates = range(first, min(first + PASSAGES_PER_FILE, len(corpus)))
-        texts = {c: _words(corpus[c]["text"]) for c in candidates}
+        first = (int(Path(file).stem.split("-")[1]) - 1) * PASSAGES_PER_FILE
+        end = min(first + PASSAGES_PER_FILE, len(corpus))
+        texts = {c: _words(corpus[c]["text"]) for c in range(first, end)}
+        uncovered = {c: len(text.split()) for c, text in texts.items()}  # words left
+        current = first
         for record in records:
+            text = _words(record.text)
             head = _words(record.text, 12)
-            owner = next((c for c, text in texts.items() if head in text), None)
-            if owner is not None:
+            later = range(current, end)
+            opens = next((c for c in later if head in texts[c] and uncovered[c] > 0), None)
+            if opens is None:
+                words = set(text.split())
+                shared = {c: len(words & set(texts[c].split())) for c in later}
+                opens = max(shared, key=shared.__getitem__)
+                if 2 * shared[opens] < len(words):
+                    continue
+            owners = [opens]
+            cursor = len(texts[opens]) - texts[opens].find(head)  # where its text ends
+            while owners[-1] + 1 < end and text.startswith(texts[owners[-1] + 1], cursor + 1):
+                owners.append(owners[-1] + 1)
+                cursor += 1 + len(texts[owners[-1]])
+            uncovered[opens] -= len(text.split())
+            uncovered.update(dict.fromkeys(owners[1:], 0))  # joined whole
+            for owner in owners:
                 chunks.setdefault(owner, []).append(record.id)
+            current = owners[-1]
     return chunks
 
 
