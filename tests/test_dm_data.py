@@ -25,7 +25,9 @@ from app.dm.data import (
     suff_examples,
     suff_near_misses,
 )
-from app.dm.rewordings import templates_from
+from app.dm.rewordings import build_rewordings, templates_from
+
+FIXTURE_DATA = Path(__file__).parent / "data" / "benchmarks"  # made-up questions
 
 CHAIN = Item(
     id="q1",
@@ -185,13 +187,40 @@ def test_rewording_replies_become_templates_over_the_subject() -> None:
     assert templates_from("Who is {odd} of X?", "X", "father") == ["Who is {{odd}} of {s}?"]
 
 
-def test_the_shipped_rewordings_cover_train_and_dev_apart() -> None:
+def test_the_shipped_rewordings_cover_train_and_dev() -> None:
     rewordings = load_rewordings()
     assert set(rewordings) == {"train", "dev"}
     for split in ("train", "dev"):
         assert sum(map(len, rewordings[split].values())) > 0
         for templates in rewordings[split].values():
             assert all(t.count("{s}") >= 1 and t.format(s="X") for t in templates)
+
+
+def test_train_and_dev_are_reworded_apart_each_from_a_subject_of_its_own() -> None:
+    """On the made-up benchmark folder of tests/data, with a chat model that numbers its
+    replies: one call per relation and split, asked about that split's first subject, and
+    each split keeps its own calls' wordings."""
+    asked: list[str] = []
+
+    def invoke(messages: list[Any]) -> str:
+        asked.append(messages[-1].content.removeprefix("Question: "))
+        return f"Reply {len(asked)}: {asked[-1]}"
+
+    out = build_rewordings(FIXTURE_DATA, invoke, model="stub")
+    assert asked == [
+        "Who directed The Pale Ferrymen?",  # train
+        "Who is the father of Perrin Osgood?",
+        "Where was Harwin Dask born?",
+        "Who directed The Bright Anchor?",  # dev
+        "Who is the father of Ines Vasquell?",
+        "Where was Benedek Haldstrom born?",
+    ]
+    for split, first in (("train", 1), ("dev", 4)):
+        assert out[split] == {
+            "director": [f"Reply {first}: Who directed {{s}}?"],
+            "father": [f"Reply {first + 1}: Who is the father of {{s}}?"],
+            "place of birth": [f"Reply {first + 2}: Where was {{s}} born?"],
+        }
 
 
 def test_depth_and_counts() -> None:

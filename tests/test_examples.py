@@ -7,10 +7,19 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from app.settings import Settings
-from app.traindata import EXAMPLES_FILE, musique_chain, phrase_relation, wiki2_chain
+from app.traindata import (
+    EXAMPLES_FILE,
+    musique_chain,
+    phrase_relation,
+    wiki2_chain,
+    write_examples,
+)
 from tools.examples import ExampleBank, render_steps
+
+FIXTURE_DATA = Path(__file__).parent / "data" / "benchmarks"  # made-up questions
 
 
 def test_relations_read_as_questions() -> None:
@@ -106,7 +115,36 @@ def test_the_shipped_bank_holds_only_training_questions() -> None:
         "extra_train/musique",
         "2wikimultihopqa/train",
     }
-    dev = Settings().data / "musique" / "questions.json"
-    if dev.is_file():  # where the benchmark data is at hand, check there is no leak
-        dev_questions = {q["question"] for q in json.loads(dev.read_text()) if q["split"] == "dev"}
-        assert not dev_questions & {c["question"] for c in shipped}
+
+
+def _dev_questions(data: Path) -> set[str]:
+    return {
+        q["question"]
+        for benchmark in ("musique", "2wikimultihopqa")
+        for q in json.loads((data / benchmark / "questions.json").read_text())
+        if q["split"] == "dev"
+    }
+
+
+def test_the_bank_is_built_from_training_questions_only(tmp_path: Path) -> None:
+    """On the made-up benchmark folder of tests/data: dev questions, which have gold
+    decompositions too, never become worked examples."""
+    out = tmp_path / "examples.json"
+    write_examples(FIXTURE_DATA, out)
+    bank = json.loads(out.read_text())
+    dev = _dev_questions(FIXTURE_DATA)
+    assert len(dev) == 4 and not dev & {c["question"] for c in bank}
+    sources = sorted(c["source"] for c in bank)
+    assert sources == ["2wikimultihopqa/train"] * 2 + ["musique/train"] * 2
+    assert bank[0]["steps"] == [
+        ["Who founded Tavistrom College?", "Augustin Reyvald"],
+        ["Where was Augustin Reyvald born?", "Veskaby"],
+    ]
+
+
+def test_the_shipped_bank_holds_no_dev_question_of_the_benchmark_data() -> None:
+    data = Settings().data
+    if not (data / "musique" / "questions.json").is_file():
+        pytest.skip(f"no benchmark data in {data} (HOPRAG_DATA): checked on tests/data only")
+    shipped = {c["question"] for c in json.loads(EXAMPLES_FILE.read_text())}
+    assert not _dev_questions(data) & shipped
