@@ -4,11 +4,15 @@ how a finished or interrupted run is read back for `hoprag trace` and `hoprag re
 
 from __future__ import annotations
 
+import errno
+import fcntl
+import hashlib
 import sqlite3
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -18,7 +22,7 @@ from langgraph.types import Overwrite
 from langgraph_sdk import get_sync_client
 
 from app.errors import ServiceError, UserError
-from app.postgres import connect
+from app.postgres import connect, dropped
 from app.settings import Settings
 
 BRANCH = "branch:to:"
@@ -31,39 +35,70 @@ def no_such_run(thread_id: str) -> UserError:
     )
 
 
+def already_running(thread_id: str) -> UserError:
+    return UserError(
+        f"thread {thread_id!r} is already running in another hoprag process",
+        hint=f"wait for it to end; `hoprag trace {thread_id}` shows its steps so far",
+    )
+
+
+def _run_key(thread_id: str) -> int:
+    """The thread's lock number: a Postgres advisory lock key, and the byte of the SQLite
+    lock file that stands for it (56 bits: positive, and past any file size)."""
+    return int.from_bytes(hashlib.sha256(thread_id.encode()).digest()[:7], "big")
+
+
 @contextmanager
 def open_checkpointer(
-    settings: Settings, *, reading: str | None = None
+    settings: Settings, *, reading: str | None = None, running: str | None = None
 ) -> Iterator[BaseCheckpointSaver]:
     """The checkpointer the settings select, its tables created if needed; `reading` a
-    thread's runs creates nothing (no SQLite file: no such run)."""
+    thread's runs creates nothing (no SQLite file: no such run). `running` a thread holds
+    that thread's lock while the block runs, so that no two processes run it at once; the
+    lock goes with the process, even one killed by SIGKILL."""
     if settings.postgres_url:
-        with _postgres(settings.postgres_url) as saver:
+        with _postgres(settings.postgres_url, running) as saver:
             yield saver
         return
     path = settings.home / "checkpoints.sqlite"
     if reading is not None and not path.is_file():
         raise no_such_run(reading)
     settings.home.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(path, check_same_thread=False)
-    try:
-        saver = SqliteSaver(conn)
-        saver.setup()
-    except sqlite3.DatabaseError as exc:
-        conn.close()
-        raise UserError(
-            f"the checkpoint database {path} is damaged ({exc})",
-            hint="move it away; hoprag starts a new one (earlier threads are lost)",
-        ) from None
-    try:
-        yield saver
-    finally:
-        conn.close()
+    with _file_lock(path.with_suffix(".lock"), running) if running is not None else nullcontext():
+        conn = sqlite3.connect(path, check_same_thread=False)
+        try:
+            saver = SqliteSaver(conn)
+            saver.setup()
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            raise UserError(
+                f"the checkpoint database {path} is damaged ({exc})",
+                hint="move it away; hoprag starts a new one (earlier threads are lost)",
+            ) from None
+        try:
+            yield saver
+        finally:
+            conn.close()
 
 
 @contextmanager
-def _postgres(url: str) -> Iterator[BaseCheckpointSaver]:
+def _file_lock(path: Path, thread_id: str) -> Iterator[None]:
+    """The thread's byte of one lock file beside the SQLite checkpoints (a POSIX record
+    lock: one file for every thread, none left behind)."""
+    with open(path, "a") as lock:
+        try:
+            fcntl.lockf(lock, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, _run_key(thread_id))
+        except OSError as exc:
+            if exc.errno not in (errno.EACCES, errno.EAGAIN):
+                raise
+            raise already_running(thread_id) from None
+        yield
+
+
+@contextmanager
+def _postgres(url: str, running: str | None) -> Iterator[BaseCheckpointSaver]:
     try:  # an optional backend: its packages may be missing
+        import psycopg
         from langgraph.checkpoint.postgres import PostgresSaver
         from psycopg.rows import dict_row
     except ImportError:
@@ -71,10 +106,47 @@ def _postgres(url: str) -> Iterator[BaseCheckpointSaver]:
             "HOPRAG_POSTGRES_URL is set but langgraph-checkpoint-postgres is not installed",
             hint='pip install "langgraph-checkpoint-postgres" "psycopg[binary]"',
         ) from None
+
+    @contextmanager
+    def reported_if_lost() -> Iterator[None]:
+        """A connection lost mid-run (the database stopped) is one clear `ServiceError`,
+        which stops the run with its finished steps saved, not a traceback."""
+        try:
+            yield
+        except psycopg.OperationalError as exc:
+            raise dropped(url, "checkpoint", exc) from None
+
+    class Saver(PostgresSaver):
+        """PostgresSaver, each call that `hoprag` makes in `reported_if_lost`."""
+
+        def get_tuple(self, *args: Any, **kwargs: Any) -> Any:
+            with reported_if_lost():
+                return super().get_tuple(*args, **kwargs)
+
+        def list(self, *args: Any, **kwargs: Any) -> Iterator[Any]:
+            with reported_if_lost():
+                yield from super().list(*args, **kwargs)
+
+        def put(self, *args: Any, **kwargs: Any) -> Any:
+            with reported_if_lost():
+                return super().put(*args, **kwargs)
+
+        def put_writes(self, *args: Any, **kwargs: Any) -> None:
+            with reported_if_lost():
+                super().put_writes(*args, **kwargs)
+
+        def delete_thread(self, *args: Any, **kwargs: Any) -> None:
+            with reported_if_lost():
+                super().delete_thread(*args, **kwargs)
+
     conn = connect(url, "checkpoint", prepare_threshold=0, row_factory=dict_row)
     with conn:
-        saver = PostgresSaver(conn)
+        saver = Saver(conn)
         saver.setup()
+        if running is not None:  # held by this session: it ends with the connection
+            row = conn.execute("SELECT pg_try_advisory_lock(%s) AS ok", (_run_key(running),))
+            if not row.fetchone()["ok"]:
+                raise already_running(running)
         yield saver
 
 

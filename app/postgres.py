@@ -4,6 +4,7 @@ same cached sub-answers."""
 
 from __future__ import annotations
 
+import logging
 import re
 from typing import Any
 
@@ -21,6 +22,9 @@ def connect(url: str, what: str, **options: Any) -> Any:
     the database holds ("checkpoint", "QA cache"), with the password hidden."""
     import psycopg  # lazy: only a Postgres deployment needs it
 
+    # A connection lost mid-run is reported once, as a ServiceError: psycopg's warnings
+    # as it cleans up after it ("error ignored terminating ...") would add lines to it.
+    logging.getLogger("psycopg").setLevel(logging.ERROR)
     try:
         return psycopg.Connection.connect(
             url,
@@ -33,8 +37,20 @@ def connect(url: str, what: str, **options: Any) -> Any:
 
 
 def unreachable(url: str, what: str, exc: Exception) -> ServiceError:
-    first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
     return ServiceError(
-        f"the Postgres {what} database {redact(url)} does not answer: {first}",
+        f"the Postgres {what} database {redact(url)} does not answer: {_first_line(exc)}",
         hint="check HOPRAG_POSTGRES_URL, or unset it to keep both in local SQLite files",
     )
+
+
+def dropped(url: str, what: str, exc: Exception) -> ServiceError:
+    """A connection that was open and is lost (the database stopped or restarted mid-run):
+    unlike `unreachable`, the settings are right and only the database must come back."""
+    return ServiceError(
+        f"the Postgres {what} database {redact(url)} dropped the connection: {_first_line(exc)}",
+        hint="check that the database is running",
+    )
+
+
+def _first_line(exc: Exception) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]

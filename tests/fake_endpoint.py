@@ -73,9 +73,11 @@ def _handler(endpoint: FakeEndpoint, lock: threading.Lock) -> type[BaseHTTPReque
 
 
 @contextmanager
-def fake_endpoint(**options: Any) -> Iterator[FakeEndpoint]:
-    """A running `FakeEndpoint`; change its `mode` at any time."""
-    endpoint = FakeEndpoint(**options)
+def fake_endpoint(
+    kind: type[FakeEndpoint] = FakeEndpoint, **options: Any
+) -> Iterator[FakeEndpoint]:
+    """A running `FakeEndpoint` (or subclass `kind`); change its `mode` at any time."""
+    endpoint = kind(**options)
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(endpoint, threading.Lock()))
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from langgraph.checkpoint.base import BaseCheckpointSaver, empty_checkpoint
+from langgraph.checkpoint.postgres import PostgresSaver
 
 from app.checkpoints import list_threads, open_checkpointer, prune_threads
 from app.errors import UserError
@@ -61,9 +62,10 @@ def checkpoint(saver: BaseCheckpointSaver, thread_id: str, days_ago: float) -> N
 def rows_of(saver: BaseCheckpointSaver, thread_id: str) -> int:
     """Every stored row of a thread, in every table the saver keeps."""
     tables = ["checkpoints", "writes"]
-    if type(saver).__name__ == "PostgresSaver":
+    postgres = isinstance(saver, PostgresSaver)
+    if postgres:
         tables = ["checkpoints", "checkpoint_writes", "checkpoint_blobs"]
-    mark = "%s" if type(saver).__name__ == "PostgresSaver" else "?"
+    mark = "%s" if postgres else "?"
     total = 0
     for table in tables:
         row: Any = saver.conn.execute(  # type: ignore[attr-defined]

@@ -227,12 +227,14 @@ def _run(
 ) -> tuple[dict[str, Any], dict[str, float]]:
     """Run (or, with no input, resume) a thread to its end, checkpointing every step;
     the final state and the LLM cost. A model endpoint that fails mid-run stops it with
-    a hint to resume: finished steps are kept."""
+    a hint to resume: finished steps are kept. Each step is saved before the next starts
+    (durability "sync"), so that a run killed at any point loses at most the step it was
+    in; and no other process runs the thread meanwhile (its lock)."""
     from app.checkpoints import open_checkpointer  # lazy: langgraph
 
-    # The checkpointer first: a store that cannot be reached (or a damaged one) is
-    # reported before any model or graph loads.
-    with open_checkpointer(settings) as saver:
+    # The checkpointer and the thread's lock first: a store that cannot be reached (or a
+    # damaged one), or a thread already running, is reported before any model loads.
+    with open_checkpointer(settings, running=thread_id) as saver:
         # lazy: the models and the graph (chromadb, langchain, onnxruntime)
         from app.resources import Resources
         from graph.systems import build_system
@@ -247,7 +249,11 @@ def _run(
             decision_lines = DecisionLines()
             try:
                 for mode, chunk in graph.stream(
-                    graph_input, config, context=settings, stream_mode=["updates", "custom"]
+                    graph_input,
+                    config,
+                    context=settings,
+                    stream_mode=["updates", "custom"],
+                    durability="sync",
                 ):
                     if not trace:
                         continue
@@ -260,13 +266,14 @@ def _run(
                     elif mode == "updates":
                         for node, update in chunk.items():
                             _print_step(node, update)
+                values = graph.get_state(config).values
             except ServiceError as exc:
                 fix = exc.hint or "fix the cause"
                 raise ServiceError(
                     f"{exc.message}; the run stopped, its finished steps are saved",
                     hint=f"{fix}; then `hoprag resume {thread_id}` continues it",
                 ) from None
-            return graph.get_state(config).values, resources.gateway.meter.snapshot()
+            return values, resources.gateway.meter.snapshot()
         finally:
             resources.close()
 
