@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from app.index.documents import WHOLE_SECTION
 from app.index.store import CorpusIndex
 from app.settings import Settings
 from bench.common import RESULTS, load_results, require_data, run_measured, save
@@ -209,6 +210,7 @@ def main() -> None:
                 continue
             index = CorpusIndex.open(settings, name)
             derived, lost = derived_questions(questions, gold_chunks(corpus, index), args.limit)
+            passages = len(index)
             index.close()
             questions_file = root / bench / f"{fmt}-questions.json"
             questions_file.write_text(json.dumps(derived))
@@ -219,6 +221,19 @@ def main() -> None:
             command = [HOPRAG, "eval", "--data", str(questions_file), "--index", name]
             command += ["--split", "dev", "--limit", str(args.limit), "--system", "deft"]
             subprocess.run([*command, "--out", str(out), "--quiet"], check=True)
+            _record_splitting(out, passages, settings.chunk_words)
+
+
+def _record_splitting(run: Path, passages: int, chunk_words: int) -> None:
+    """How the run's documents were split, in its run.json: runs from before even pieces
+    (cut at every `chunk_words`) have no such entry."""
+    meta = json.loads((run / "run.json").read_text())
+    meta["documents"] = {
+        "passages": passages,
+        "splitting": f"sections up to {WHOLE_SECTION * chunk_words} words whole, "
+        f"longer ones in even pieces of about {chunk_words}",
+    }
+    (run / "run.json").write_text(json.dumps(meta, indent=2) + "\n")
 
 
 if __name__ == "__main__":

@@ -830,10 +830,12 @@ def documents() -> Section:
             result = compare_runs(base, run)
             em = {r["metric"]: r for r in result["rows"]}["em"]
             new = summarise(load_run(run)[1])["all"]
+            split = json.loads((run / "run.json").read_text()).get("documents")
             rows.append(
                 [
                     bench,
                     fmt,
+                    f"{split['passages']:,}: {split['splitting']}" if split else "cut at 120 words",
                     result["shared"],
                     f"{em['a']:.3f} / {em['b']:.3f}",
                     _p(em["mcnemar_p"]),
@@ -861,10 +863,12 @@ def documents() -> Section:
         "indexed through `hoprag index` on the folder, and `deft` on the first 60 dev "
         "questions, whose gold passages are the passages cut from the gold text: "
         "`.venv/bin/python -m bench.documents --benchmarks BENCHMARK --formats FORMAT`. "
-        "EM: passage-level corpus / documents (`hoprag eval compare`)."
+        "EM: passage-level corpus / documents (`hoprag eval compare`). `passages`: how "
+        "the run's documents were split (runs without a count cut every section at 120 "
+        "words, the rule before even pieces)."
     ]
     if rows:
-        head = ["benchmark", "format", "shared", "EM", "p (EM)", "F1", "words fed"]
+        head = ["benchmark", "format", "passages", "shared", "EM", "p (EM)", "F1", "words fed"]
         parts.append(_table(head, rows))
     if pdf_rows:
         parts.append(_header(speed) + "Indexing the PDF versions, wall time of `hoprag index`:")

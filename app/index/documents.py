@@ -35,6 +35,7 @@ DOCUMENT_SUFFIXES = (".md", ".markdown", ".txt", ".html", ".htm", ".pdf", ".docx
 SECTION_SEP = " \u203a "  # "Regional handbook > Tavistrom College", with a single guillemet
 _BINARY_PROBE = 8192  # bytes read to tell text from binary
 _HEADING_STYLE = re.compile(r"^heading (\d)$", re.IGNORECASE)
+WHOLE_SECTION = 2  # a section of up to this many times the target size is one passage
 _MARKDOWN_ESCAPE = re.compile(r"\\([\\`*_{}\[\]()#+\-.!<>|~])")
 
 
@@ -312,12 +313,13 @@ def _sentencizer() -> Any:
 
 
 def even_pieces(text: str, chunk_words: int) -> list[str]:
-    """`text` whole when it is at most twice `chunk_words` words, else cut at sentence ends
-    into `ceil(words / chunk_words)` pieces of about even size (a 260-word section at 120:
-    about 87 words each, not 120/120/20): a cut fact costs answers, a runt piece is read
-    without its context. Each piece is a slice of `text`; a longer sentence stays whole."""
+    """`text` whole when it is at most `WHOLE_SECTION` times `chunk_words` words, else cut
+    at sentence ends into `ceil(words / chunk_words)` pieces of about even size (a
+    260-word section at 120: about 87 words each, not 120/120/20): a cut fact costs
+    answers, a runt piece is read without its context. Each piece is a slice of `text`;
+    a longer sentence stays whole."""
     total = _words(text)
-    if total <= 2 * chunk_words:
+    if total <= WHOLE_SECTION * chunk_words:
         return [text]
     sentences = list(_sentencizer()(text).sents)
     starts = [word.start() for word in re.finditer(r"\S+", text)]
