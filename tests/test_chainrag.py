@@ -3,6 +3,8 @@ end-to-end run on the sample corpus with the real embedded model."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from stubs import Runtime
 
@@ -13,8 +15,6 @@ from graph.state import ChainStep
 from nodes.integrate import route_after_chain_step
 from nodes.rewrite import known_facts, substitute_answers
 from nodes.sub_question import parse_plan
-
-pytestmark = pytest.mark.e2e  # the real chat model, servers or the installed CLI
 
 
 def _row(question: str, answer: str, sentence_ids: list[int] | None = None) -> ChainStep:
@@ -73,6 +73,7 @@ def resources(settings: Settings, sample_index: str):
     res.close()
 
 
+@pytest.mark.e2e  # the real chat model
 def test_chainrag_end_to_end_with_context_integration(
     resources: Resources, settings: Settings
 ) -> None:
@@ -81,8 +82,16 @@ def test_chainrag_end_to_end_with_context_integration(
         {"question": "Which river flows through the town where Tavistrom College is located?"},
         context=settings.with_overrides(chain_integration="context"),
     )
-    assert 1 <= len(final["plan"]) <= 4 and len(final["chain"]) == len(final["plan"])
-    assert not any("#" in row["sub_question"] for row in final["chain"][:1])
+    plan, chain = final["plan"], final["chain"]
+    assert 1 <= len(plan) <= 4 and len(chain) == len(plan)
+    # the plan chains its steps ("Which river flows through #1?"), and every "#k" was
+    # replaced by the k-th answer before the step was searched
+    assert any(re.search(r"#\d", step) for step in plan[1:]), plan
+    for step, row in zip(plan, chain, strict=True):
+        assert "#" not in row["sub_question"], row
+        assert row["rewritten_from"] == (step if row["sub_question"] != step else "")
+        for k in re.findall(r"#(\d)", step):
+            assert chain[int(k) - 1]["answer"] in row["sub_question"], (chain, k)
     assert final["context"] and all(s["text"] for s in final["context"])
     # every gathered sentence was judged for relevance, and the judgement is in the trace
     assert len(final["decisions"]) == len(final["context"])

