@@ -36,6 +36,11 @@ RECURSION_LIMIT_RANGE = (1, 200)
 # loopback address may call it too.
 STUDIO_ORIGIN = "https://smith.langchain.com"
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+# API tokens (app/tokens.py): the shortest accepted, and what a user's name may hold. A
+# thread's owner, stamped into its metadata under this key, is the token's name.
+MIN_TOKEN_CHARS = 16
+TOKEN_NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}"
+OWNER_KEY = "owner"
 
 # The question-answering systems (`graph/systems.py` builds each), known here so that a
 # wrong name is refused before any graph module loads.
@@ -528,7 +533,23 @@ class Settings:
         default="127.0.0.1",
         metadata={
             "description": "Interface `hoprag serve` binds to; anything but loopback exposes "
-            "the server (put LangGraph's auth hook in front, see README)."
+            "the server, and needs API tokens (HOPRAG_API_TOKENS_FILE)."
+        },
+    )
+    api_tokens_file: Path | None = field(
+        default=None,
+        metadata={
+            "description": "File of the server's API tokens, one `name:token` (or bare "
+            "`token`) a line, readable by its owner only; the name owns the threads the "
+            "token makes. No tokens: only loopback clients are served, without auth."
+        },
+    )
+    api_tokens: str = field(
+        default="",
+        repr=False,
+        metadata={
+            "description": "API tokens as HOPRAG_API_TOKENS_FILE holds them, "
+            "comma-separated (added to the file's)."
         },
     )
     port: int = field(default=8123, metadata={"description": "Port of `hoprag serve`."})

@@ -7,7 +7,8 @@ bodies over `MAX_BODY_BYTES`, inputs and state updates whose fields have the wro
 types or sizes (question length, messages in the thread), `context` settings a request
 may not set or out of their range, a `config.recursion_limit` out of range, and index
 names that are not names. The answer is a 4xx with one clear `detail` line; nothing is
-stored.
+stored. A caller the server's auth would refuse (graph/auth.py) gets its 401 before
+these checks, which would otherwise tell a stranger which indexes there are.
 
 In front of those, browser pages are let in only from HOPRAG_CORS_ORIGINS: the server's
 own CORS grants none (langgraph.json `http.cors`), and a page of any other origin gets a
@@ -19,10 +20,12 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
+from langgraph_sdk import Auth
 from starlette.applications import Starlette
 from starlette.datastructures import Headers
 from starlette.middleware.cors import CORSMiddleware
@@ -38,6 +41,7 @@ from app.settings import (
     RECURSION_LIMIT_RANGE,
     Settings,
 )
+from graph.auth import caller
 
 MAX_BODY_BYTES = 1 << 20
 # Writes that add messages to a stored thread: runs on it and state updates.
@@ -223,8 +227,8 @@ class OriginCheck:
             await _refuse(403, detail)(scope, receive, send)
 
 
-def _refuse(status: int, detail: str) -> JSONResponse:
-    return JSONResponse({"detail": detail}, status_code=status)
+def _refuse(status: int, detail: str, headers: Mapping[str, str] | None = None) -> JSONResponse:
+    return JSONResponse({"detail": detail}, status_code=status, headers=headers)
 
 
 class RequestCheck:
@@ -236,6 +240,11 @@ class RequestCheck:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] not in ("POST", "PUT", "PATCH"):
             await self.app(scope, receive, send)
+            return
+        try:  # the server's auth comes after this middleware: a stranger learns nothing here
+            caller(dict(scope["headers"]), scope.get("client"))
+        except Auth.exceptions.HTTPException as exc:
+            await _refuse(exc.status_code, exc.detail, exc.headers)(scope, receive, send)
             return
         chunks, size = [], 0
         while True:

@@ -78,7 +78,8 @@ class StandIn:
 def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[StandIn, TestClient]]:
     monkeypatch.setenv("HOPRAG_CORS_ORIGINS", f"{STUDIO_ORIGIN}, http://localhost:3000/")
     stand_in = StandIn()
-    with TestClient(stand_in.app(), base_url=SERVER) as client:
+    # A loopback caller: without API tokens the server answers no other (graph/auth.py).
+    with TestClient(stand_in.app(), base_url=SERVER, client=("127.0.0.1", 50000)) as client:
         yield stand_in, client
 
 

@@ -25,6 +25,7 @@ from app.errors import ServiceError, UserError
 from app.eval.metrics import prompt_reuse
 from app.index.documents import format_citations
 from app.settings import LOOPBACK_HOSTS, STUDIO_ORIGIN, TRACE_DECISION_BATCH, Settings
+from app.tokens import load_tokens
 
 TraceOpt = Annotated[bool, typer.Option("--trace", help="Show every step and decision live.")]
 
@@ -157,7 +158,7 @@ def serve(
     reload: Annotated[bool, typer.Option(help="Restart on code changes.")] = False,
 ) -> None:
     """Serve every graph of langgraph.json with `langgraph dev` (chat, Studio, SDK) on
-    HOPRAG_HOST:HOPRAG_PORT (loopback; any other interface only behind an auth hook);
+    HOPRAG_HOST:HOPRAG_PORT (loopback; any other interface only with API tokens);
     offline unless you turn tracing on."""
     settings = load_settings()
     config = Path(__file__).resolve().parents[2] / "langgraph.json"
@@ -167,11 +168,12 @@ def serve(
             "`hoprag serve` needs langgraph-cli and a source checkout (langgraph.json)",
             hint='pip install -e ".[dev]" in the repository',
         )
-    if settings.host not in LOOPBACK_HOSTS and "auth" not in json.loads(config.read_text()):
+    tokens = load_tokens(settings)  # a malformed tokens file: one line here, not a crash
+    if settings.host not in LOOPBACK_HOSTS and not tokens:
         raise UserError(
             f"serving on {settings.host} without auth is refused: anyone who reaches it "
             "could run graphs and read threads",
-            hint="add an auth hook to langgraph.json (docs/guide.md, 'Exposing the server'), "
+            hint="set HOPRAG_API_TOKENS_FILE (docs/guide.md, 'Exposing the server'), "
             "or serve on 127.0.0.1",
         )
     if settings.thread_retention_days:
