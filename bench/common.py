@@ -23,6 +23,12 @@ ROOT = Path(__file__).resolve().parents[1]
 DATA = Settings().data  # HOPRAG_DATA, else HOPRAG_HOME/data
 RESULTS = ROOT / "bench" / "results"
 
+TUNING_SIZE = 60  # the first dev questions of each benchmark, the ones levers are tuned on
+# Slices of each dev split (issue 52): name -> (questions skipped, questions run or None
+# for all the rest). Validation, the dev questions after the tuning ones, is never tuned on.
+SLICES = {"tuning": (0, TUNING_SIZE), "validation": (TUNING_SIZE, None)}
+DEFAULT_SLICE = "tuning"
+
 
 def require_data(names: Sequence[str] = BENCHMARKS) -> Path:
     """The benchmark folder, or one clear line saying where to put it."""
@@ -49,6 +55,12 @@ def save(name: str, payload: dict[str, Any], gpu: str | None = None) -> Path:
     }
     out.write_text(json.dumps(payload, indent=2))
     return out
+
+
+def run_name(bench: str, system: str, slice_: str = DEFAULT_SLICE, tag: str = "") -> str:
+    """A run's folder name under bench/results/eval: BENCH-SYSTEM[-TAG], then `-SLICE` for
+    any slice but the default, whose folders keep the names they had before slices."""
+    return "-".join(filter(None, (bench, system, tag, "" if slice_ == DEFAULT_SLICE else slice_)))
 
 
 def load_results(name: str) -> dict[str, Any] | None:

@@ -18,9 +18,17 @@ from statistics import mean
 from typing import Any
 
 from app.eval.run import load_run, summarise
-from bench.common import BENCHMARKS, RESULTS, ROOT, load_results, machine
+from bench.common import (
+    BENCHMARKS,
+    RESULTS,
+    ROOT,
+    TUNING_SIZE,
+    load_results,
+    machine,
+    run_name,
+)
 
-INTRO = """# Benchmarks
+INTRO = f"""# Benchmarks
 
 Where hoprag stands against each target its issues set. Every number comes from a script
 in `bench/` and is rendered from `bench/results/` by `python -m bench.render`; each table
@@ -29,6 +37,11 @@ is a 2-core x86_64 CPU (24 GiB, no GPU) and the chat model the embedded 1.5B one
 (Qwen2.5-Coder-1.5B-Instruct, 4-bit GGUF). The data are the MuSiQue, 2WikiMultihopQA and
 HotpotQA files under `HOPRAG_DATA`. What earlier studies tried and decided is in
 [decisions.md](decisions.md), one line each.
+
+Levers are tuned on the first {TUNING_SIZE} dev questions of each benchmark, the tuning
+slice. Dev questions {TUNING_SIZE + 1} and up form the validation slice
+(`bench.run_systems --slice validation`), which nobody tunes on: a lever is adopted only
+when the validation slice agrees, without iterating on it (issue 52).
 """
 
 DM_EVAL_REPORT = ROOT / "docs" / "dm_eval" / "dm_eval.json"  # written by `hoprag dm eval`
@@ -158,6 +171,11 @@ DEFT_ECHO_KEPT = {
 
 # The systems of the main table, in its order; any other run folder is a variant under test.
 SYSTEMS = ("closed_book", "vanilla", "iterative", "oracle", "chainrag", "deft")
+
+# Issue 52: `deft`'s EM on the validation slice at most this far from its tuning-slice EM.
+VALIDATION_GAP = 0.05
+# The main table's columns for a system's run on the validation slice, where one exists.
+VALIDATION_HEAD = ["validation n", "validation EM", "validation p (EM) vs deft"]
 
 Standing = tuple[str, str, str]  # target (issue), where it stands now, met or not
 Section = tuple[str, list[Standing]]
@@ -355,14 +373,22 @@ def _run_commit(folder: Path) -> str:
 
 def _p_em(a: Path, b: Path) -> str:
     """McNemar's exact p on EM over the questions both runs answered (`hoprag eval compare`)."""
+    pair = _em_pair(a, b)
+    return pair[3] if pair else "-"
+
+
+def _em_pair(a: Path, b: Path) -> tuple[int, float, float, str] | None:
+    """Questions both runs answered, each run's EM on them and McNemar's exact p on EM
+    (`hoprag eval compare`); None before they share an answered question."""
     from app.errors import UserError
     from app.eval.report import compare_runs
 
     try:
-        rows = {r["metric"]: r for r in compare_runs(a, b)["rows"]}
+        result = compare_runs(a, b)
     except UserError:  # a run just started: no question answered by both yet
-        return "-"
-    return _p(rows["em"]["mcnemar_p"]) if "em" in rows else "-"
+        return None
+    em = next((r for r in result["rows"] if r["metric"] == "em"), None)
+    return (result["shared"], em["a"], em["b"], _p(em["mcnemar_p"])) if em else None
 
 
 def _runs(bench: str) -> dict[str, Path]:
@@ -390,7 +416,8 @@ def answering() -> Section:
     baselines: dict[str, list[tuple[str, float, str]]] = {}  # bench: (system, EM, p)
     old: list[str] = []  # benchmarks whose deft row is the archived run
     parts: list[str | list[str]] = [
-        "First 60 dev questions of each benchmark, made by `.venv/bin/python -m "
+        f"First {TUNING_SIZE} dev questions of each benchmark (the tuning slice), made by "
+        "`.venv/bin/python -m "
         "bench.run_systems --benchmarks BENCH --systems SYSTEM` (resumable; one `hoprag eval` "
         f"run folder each, `bench/results/eval/BENCH-SYSTEM`) on {machine()}. `oracle` is "
         "the same reader handed only the gold passages; `judged` is scored by the same 1.5B "
@@ -400,12 +427,16 @@ def answering() -> Section:
         "`note.md` says so) have inflated ones. `run`: the date in the run's run.json, and "
         "the commit the run's note names."
     ]
+    validated: dict[str, dict[str, Path]] = {}  # bench: system: its validation-slice run
     for bench in BENCHMARKS:
         runs = _runs(bench)
         if not runs:
             continue
         summaries = {s: summarise(load_run(p)[1]) for s, p in runs.items()}
         deft_run = runs.get("deft")
+        validation = _validation_runs(bench, runs)
+        if validation:
+            validated[bench] = validation
         rows = []
         for system, folder in runs.items():
             s = summaries[system]["all"]
@@ -424,6 +455,7 @@ def answering() -> Section:
                     f"{s['llm_calls']:.2f}",
                     round(s["seconds_median"], 1),
                     p,
+                    *(_validation_cells(system, validation) if validation else []),
                     ", ".join(filter(None, (_run_date(folder), _run_commit(folder)))),
                 ]
             )
@@ -432,7 +464,8 @@ def answering() -> Section:
             if deft_run.parent.name != "eval":
                 old.append(bench)
         head = ["system", "n", "EM", "F1", "judged", "coverage", "words fed", "LLM calls"]
-        parts += [f"### {bench}", _table([*head, "median s", "p (EM) vs deft", "run"], rows)]
+        head += ["median s", "p (EM) vs deft", *(VALIDATION_HEAD if validation else []), "run"]
+        parts += [f"### {bench}", _table(head, rows)]
         hops = sorted(g for g in summaries.get("deft", {}).get("groups", {}) if g.endswith("-hop"))
         if hops:
             groups = summaries["deft"]["groups"]
@@ -441,7 +474,16 @@ def answering() -> Section:
             parts += ["EM / coverage by hops:", _table(["system", *head], by_hop)]
     if not deft:
         return "", []
-    standing = _deft_targets(deft, baselines)
+    if validated:
+        parts.insert(
+            1,
+            "`validation` columns: the same system on the validation slice (dev questions "
+            f"{TUNING_SIZE + 1} and up, never tuned on: `--slice validation`, run folder "
+            "`bench/results/eval/BENCH-SYSTEM-validation`): how many questions it answered "
+            "there, its EM, and McNemar's p on EM against `deft` on the questions both "
+            "answered; `-` where it has not run there.",
+        )
+    standing = _deft_targets(deft, baselines) + _validation_targets(deft, validated)
     parts.append(_targets(standing, title="Targets for `deft`"))
     if old:
         parts.append(
@@ -450,6 +492,64 @@ def answering() -> Section:
             "server (`bench/results/archive/`)."
         )
     return _section("Answering: quality and cost", *parts), standing
+
+
+def _validation_runs(bench: str, runs: dict[str, Path]) -> dict[str, Path]:
+    """The validation-slice run of each system of the table that has one."""
+    found = {s: RESULTS / "eval" / run_name(bench, s, "validation") for s in runs}
+    return {s: p for s, p in found.items() if (p / "results.jsonl").is_file()}
+
+
+def _validation_cells(system: str, validation: dict[str, Path]) -> list[object]:
+    """A table row's `VALIDATION_HEAD` cells: n, EM and p against `deft`, all on the
+    validation slice; `-` where the system has not run there."""
+    folder = validation.get(system)
+    if folder is None:
+        return ["-"] * len(VALIDATION_HEAD)
+    s = summarise(load_run(folder)[1])["all"]
+    deft_run = validation.get("deft")
+    return [s["n"], s["em"], _p_em(folder, deft_run) if deft_run and system != "deft" else ""]
+
+
+def _validation_targets(
+    deft: dict[str, dict[str, Any]], validated: dict[str, dict[str, Path]]
+) -> list[Standing]:
+    """Issue 52's targets on the validation slice: `deft` near its tuning-slice EM, and
+    clearly above `vanilla`, on each benchmark; none before `deft` runs there."""
+    runs = {b: v for b, v in validated.items() if b in deft and "deft" in v}
+    if not runs:
+        return []
+    em = {b: summarise(load_run(v["deft"])[1])["all"] for b, v in runs.items()}
+    gaps = {b: round(abs(em[b]["em"] - deft[b]["all"]["em"]), 3) for b in runs}
+    standing = [
+        (
+            f"`deft` EM on the validation slice within {VALIDATION_GAP} of its tuning-slice "
+            "EM on each benchmark (issue 52)",
+            "; ".join(
+                f"{b} {em[b]['em']:.3f} (n={em[b]['n']}) vs {deft[b]['all']['em']:.3f}"
+                for b in runs
+            ),
+            _met(len(runs) == len(BENCHMARKS) and max(gaps.values()) <= VALIDATION_GAP),
+        )
+    ]
+    pairs = {b: _em_pair(v["vanilla"], v["deft"]) for b, v in runs.items() if "vanilla" in v}
+    pairs = {b: pair for b, pair in pairs.items() if pair}
+    if pairs:
+        standing.append(
+            (
+                "`deft` above `vanilla` on the validation slice on each benchmark, McNemar "
+                "p < 0.05 on EM (issue 52)",
+                "; ".join(
+                    f"{b}: {d:.3f} vs {v:.3f} on {n} shared, {_p_says(p)}"
+                    for b, (n, v, d, p) in pairs.items()
+                ),
+                _met(
+                    len(pairs) == len(BENCHMARKS)
+                    and all(d > v and _significant(p) for _, v, d, p in pairs.values())
+                ),
+            )
+        )
+    return standing
 
 
 def _hop_cell(block: dict[str, Any] | None) -> str:

@@ -1,8 +1,12 @@
-"""End-to-end runs: systems on the first N dev questions of each benchmark, through
+"""End-to-end runs: systems on a slice of each benchmark's dev questions, through
 `hoprag eval` (resumable: rerun the same command after a stop).
 
-    .venv/bin/python -m bench.run_systems [--limit 60] [--systems vanilla oracle ...]
-        [--benchmarks musique ...]
+    .venv/bin/python -m bench.run_systems [--slice tuning|validation] [--limit N]
+        [--systems vanilla oracle ...] [--benchmarks musique ...]
+
+The tuning slice (the default) is the first 60 dev questions, on which every lever is
+chosen; the validation slice is dev questions 61 and up, held apart from tuning: a lever
+is adopted only when it agrees (issue 52). `--limit N` runs only the slice's first N.
 
 `deft-noexpand`, `deft-none2`, `deft-direct`, `deft-zeroshot`, `deft-nocache`,
 `deft-plan`, `deft-alldirect` and `chainrag-context` are DeFT's sub-question loop alone
@@ -17,8 +21,8 @@ the graph is built first where an index lacks it. `--tag T` names the folders
 BENCHMARK-SYSTEM-T: such runs stay out of docs/BENCHMARKS.md, whose tables show the
 systems and the variants above.
 
-Run folders land in bench/results/eval/BENCHMARK-SYSTEM/; `python -m bench.render`
-turns their summaries into docs/BENCHMARKS.md.
+Run folders land in bench/results/eval/BENCHMARK-SYSTEM/ (BENCHMARK-SYSTEM-validation/
+for the validation slice); `python -m bench.render` turns them into docs/BENCHMARKS.md.
 """
 
 from __future__ import annotations
@@ -31,7 +35,16 @@ import sys
 
 from app.index.graph_build import GRAPH_FILE
 from app.settings import Settings
-from bench.common import BENCHMARKS, RESULTS, ROOT, require_data
+from bench.common import (
+    BENCHMARKS,
+    DEFAULT_SLICE,
+    RESULTS,
+    ROOT,
+    SLICES,
+    TUNING_SIZE,
+    require_data,
+    run_name,
+)
 
 HOPRAG = str(ROOT / ".venv" / "bin" / "hoprag")
 SYSTEMS = ("vanilla", "oracle", "deft", "closed_book", "iterative", "chainrag")
@@ -54,9 +67,25 @@ VARIANTS = {
 }
 
 
+def slice_args(slice_: str, limit: int | None = None) -> list[str]:
+    """The `hoprag eval run` options that select a slice's questions, at most `limit`."""
+    offset, size = SLICES[slice_]
+    count = limit if size is None else size if limit is None else min(size, limit)
+    return [
+        *(["--offset", str(offset)] if offset else []),
+        *(["--limit", str(count)] if count else []),
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--limit", type=int, default=60)
+    parser.add_argument(
+        "--slice",
+        choices=list(SLICES),
+        default=DEFAULT_SLICE,
+        help=f"dev questions: tuning, the first {TUNING_SIZE}; validation, all after them",
+    )
+    parser.add_argument("--limit", type=int, help="only the slice's first N questions")
     parser.add_argument(
         "--systems", nargs="+", default=list(SYSTEMS), choices=[*SYSTEMS, *VARIANTS]
     )
@@ -65,6 +94,10 @@ def main() -> None:
         "--tag", default="", help="suffix for the run folders (runs apart from the main table)"
     )
     args = parser.parse_args()
+    if args.limit is not None and args.limit < 1:
+        parser.error("--limit must be at least 1")
+    if args.tag in SLICES:
+        parser.error(f"--tag {args.tag} names a slice: use --slice {args.tag}")
     data = require_data(args.benchmarks)
     # `kill` stops the run this started too, as Ctrl-C does: subprocess.run kills its
     # child on any exception (a cut-short results line is dropped and its question reruns).
@@ -79,7 +112,7 @@ def main() -> None:
     for name in args.systems:
         system, env = VARIANTS.get(name, (name, {}))
         for bench in args.benchmarks:
-            out = RESULTS / "eval" / "-".join(filter(None, (bench, name, args.tag)))
+            out = RESULTS / "eval" / run_name(bench, name, args.slice, args.tag)
             print(f"== {bench} / {name} -> {out}", flush=True)
             if system == "deft" and not (out / "results.jsonl").is_file():
                 # A fresh run starts with a cold QA cache, so its hit rate is its own.
@@ -94,8 +127,7 @@ def main() -> None:
                     bench,
                     "--split",
                     "dev",
-                    "--limit",
-                    str(args.limit),
+                    *slice_args(args.slice, args.limit),
                     "--system",
                     system,
                     "--out",

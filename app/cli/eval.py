@@ -35,7 +35,12 @@ def eval_run(
     ] = None,
     index: Annotated[str | None, typer.Option(help="An existing index.")] = None,
     split: Annotated[str | None, typer.Option(help="Only questions of this split.")] = None,
-    limit: Annotated[int | None, typer.Option(min=1, help="First N questions.")] = None,
+    offset: Annotated[
+        int, typer.Option(min=0, help="Skip the first N questions (after --split and --ids).")
+    ] = 0,
+    limit: Annotated[
+        int | None, typer.Option(min=1, help="First N questions (after --offset).")
+    ] = None,
     ids: Annotated[Path | None, typer.Option(help="File of question ids to run.")] = None,
     model: ModelOpt = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
@@ -51,6 +56,7 @@ def eval_run(
         corpus=corpus,
         index=index,
         split=split,
+        offset=offset,
         limit=limit,
         ids_file=ids,
         progress=not quiet,

@@ -66,9 +66,16 @@ def _question(item: Any, where: str) -> Question:
 
 
 def load_questions(
-    path: Path, *, split: str | None = None, ids_file: Path | None = None, limit: int | None = None
+    path: Path,
+    *,
+    split: str | None = None,
+    ids_file: Path | None = None,
+    offset: int = 0,
+    limit: int | None = None,
 ) -> list[Question]:
-    """Questions of a benchmark file, filtered by split, an ids file and a limit (in order)."""
+    """Questions of a benchmark file, filtered by split and an ids file, then the first
+    `offset` skipped and at most `limit` kept (in order): an offset names a slice held
+    apart from the first questions, such as a validation slice."""
     path = Path(path).expanduser()
     if not path.is_file():
         raise UserError(f"questions file {path} does not exist")
@@ -97,6 +104,9 @@ def load_questions(
             )
         keep = set(wanted)
         questions = [q for q in questions if q.id in keep]
+    if offset and offset >= len(questions):
+        raise UserError(f"--offset {offset} skips all {len(questions)} questions of {path}")
+    questions = questions[offset:]
     return questions[:limit] if limit else questions
 
 

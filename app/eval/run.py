@@ -393,6 +393,7 @@ def run_eval(
     corpus: Path | None = None,
     index: str | None = None,
     split: str | None = None,
+    offset: int = 0,
     limit: int | None = None,
     ids_file: Path | None = None,
     progress: bool = True,
@@ -401,7 +402,7 @@ def run_eval(
     check_system(system)
     if (corpus is None) == (index is None):
         raise UserError("give exactly one of --corpus and --index")
-    questions = load_questions(data, split=split, ids_file=ids_file, limit=limit)
+    questions = load_questions(data, split=split, ids_file=ids_file, offset=offset, limit=limit)
     if corpus is not None:
         passages = load_corpus(corpus)
         check_gold_in_range(questions, len(passages), str(corpus))
