@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -35,7 +36,10 @@ def test_embedded_server_answers_meters_and_caps(gateway: LLMGateway) -> None:
     assert 1 <= after["output_tokens"] - before["output_tokens"] <= 4 + 10
     assert after["llm_seconds"] > before["llm_seconds"]
     assert len(poem.split()) <= 4
-    assert gateway.base_url.startswith("http://127.0.0.1:")
+    # the URL that error messages name is the one the client talks to, and it serves the model
+    assert gateway.base_url == gateway.chat().openai_api_base
+    with urllib.request.urlopen(f"{gateway.base_url}/models", timeout=10) as listing:
+        assert [m["id"] for m in json.load(listing)["data"]] == [gateway.model_name]
     assert gateway.server is not None and gateway.server.port != 2024
 
 
@@ -53,10 +57,13 @@ def test_second_gateway_can_use_the_first_as_an_endpoint(
     remote = LLMGateway(
         settings.with_overrides(llm_base_url=gateway.server.base_url, llm_model="anything")
     )
-    assert remote.invoke([HumanMessage("Say hi.")], max_tokens=3)
+    hi = [HumanMessage("Name the capital of France.")]
+    assert remote.invoke(hi, max_tokens=3) == gateway.invoke(hi, max_tokens=3)
     assert remote.server is None  # an endpoint was given, so nothing was started
-    p = remote.p_yes([SystemMessage(YES_NO), HumanMessage("Is water wet?")])
-    assert 0.0 <= p <= 1.0
+    question = [SystemMessage(YES_NO), HumanMessage("Is Paris in France?")]
+    assert remote.p_yes(question) == pytest.approx(gateway.p_yes(question), abs=0.02)
+    assert remote.p_yes(question) > 0.5
+    assert remote.meter.snapshot()["llm_calls"] == 3  # its own calls, metered
 
 
 def test_endpoint_that_does_not_answer(settings: Settings) -> None:
