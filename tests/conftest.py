@@ -108,6 +108,18 @@ def postgres_url() -> Iterator[str]:
         yield url
 
 
+@pytest.fixture
+def served(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """`hoprag serve` without the server: the argument lists it would exec, run from the
+    repository (where langgraph.json is)."""
+    from app.cli import ask
+
+    started: list[list[str]] = []
+    monkeypatch.setattr(ask.os, "execve", lambda path, args, env: started.append(args))
+    monkeypatch.chdir(ROOT)
+    return started
+
+
 def run_cli(
     *args: str, home: Path, env: dict[str, str] | None = None, timeout: float = 600
 ) -> subprocess.CompletedProcess[str]:
