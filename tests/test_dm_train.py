@@ -25,6 +25,7 @@ from app.dm.data import (
     write_jsonl,
 )
 from app.errors import UserError
+from app.index.corpus import passage_text
 from tools.decision import DecisionModel, TrainedDM
 
 PASSAGES = {
@@ -177,16 +178,22 @@ def test_the_decision_model_uses_the_trained_backend_where_listed(
     trained: tuple[Path, dict], runtime_dir: Path, tmp_path: Path
 ) -> None:
     folder = _copy_with_meta(trained[0], tmp_path, use_for=["rel", "same", "direct"])
-    dm = DecisionModel(gateway=None, embedder=None, trained=TrainedDM.load(folder, runtime_dir))  # type: ignore[arg-type]
+    model = TrainedDM.load(folder, runtime_dir)
+    assert model is not None and model.direct_fits
+    dm = DecisionModel(gateway=None, embedder=None, trained=model)  # type: ignore[arg-type]
     assert [dm.backend(k) for k in ("rel", "same", "direct")] == ["trained"] * 3
+    # every judgement is the trained model's own on the same texts (the LLM, with no
+    # gateway, could not answer)
+    q = "Who directed Raise Your Voice?"
     passages = [{"id": i, "title": t.split(":")[0], "text": t} for i, t in PASSAGES.items()]
-    scores = dm.p_rel(
-        "Who directed Raise Your Voice?", [*passages, {"id": 9, "title": "E", "text": " "}]
-    )
-    assert len(scores) == 4 and all(0.0 <= p <= 1.0 for p in scores) and scores[3] == 0.0
-    assert 0.0 <= dm.p_same("Who directed X?", "Who is the director of X?") <= 1.0
+    texts = [passage_text(p["title"], p["text"]) for p in passages]
+    scores = dm.p_rel(q, [*passages, {"id": 9, "title": "E", "text": " "}])
+    assert scores == pytest.approx([*model.p("rel", [(q, t) for t in texts]), 0.0], abs=1e-6)
+    same = ("Who directed X?", "Who is the director of X?")
+    assert dm.p_same(*same) == pytest.approx(model.p("same", [same])[0], abs=1e-6)
     for retrieval in ([0.032, 0.002, 9.5], None):  # the top w, and text gathered otherwise
-        assert 0.0 <= dm.p_direct("Who directed Raise Your Voice?", passages, retrieval) <= 1.0
+        expected = model.p_direct(q, texts, retrieval)
+        assert dm.p_direct(q, passages, retrieval) == pytest.approx(expected, abs=1e-6)
 
 
 def test_the_depth_decision_is_the_depth_models(
