@@ -109,7 +109,7 @@ def postgres_url() -> Iterator[str]:
 
 
 @pytest.fixture
-def served(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+def serve_execs(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
     """`hoprag serve` without the server: the argument lists it would exec, run from the
     repository (where langgraph.json is)."""
     from app.cli import ask

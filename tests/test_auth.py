@@ -119,7 +119,7 @@ def test_a_thread_is_stamped_with_its_maker_and_filtered_by_it(
 
 
 def test_hoprag_serve_opens_an_interface_only_with_tokens(
-    served: list[list[str]], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    serve_execs: list[list[str]], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.delenv("HOPRAG_API_TOKENS_FILE", raising=False)
     monkeypatch.setenv("HOPRAG_HOST", "0.0.0.0")
@@ -129,14 +129,14 @@ def test_hoprag_serve_opens_an_interface_only_with_tokens(
     monkeypatch.setenv("HOPRAG_API_TOKENS", "alice:short")
     with pytest.raises(UserError, match="at least"):
         ask.serve()
-    assert served == []
+    assert serve_execs == []
     path = tmp_path / "tokens"
     path.write_text(f"alice:{ALICE}\n")
     path.chmod(0o600)
     monkeypatch.setenv("HOPRAG_API_TOKENS", "")
     monkeypatch.setenv("HOPRAG_API_TOKENS_FILE", str(path))
     ask.serve()
-    assert served and served[0][served[0].index("--host") + 1] == "0.0.0.0"
+    assert serve_execs and serve_execs[0][serve_execs[0].index("--host") + 1] == "0.0.0.0"
 
 
 # --- the real dev server ---------------------------------------------------------------

@@ -244,7 +244,7 @@ def test_every_range_is_in_the_guide_settings_table() -> None:
 
 
 def test_hoprag_serve_on_loopback_says_what_studio_needs(
-    served: list[list[str]],
+    serve_execs: list[list[str]],
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -252,7 +252,7 @@ def test_hoprag_serve_on_loopback_says_what_studio_needs(
     monkeypatch.delenv("HOPRAG_CORS_ORIGINS", raising=False)
     monkeypatch.setenv("HOPRAG_HOST", "127.0.0.1")
     ask.serve()
-    assert served and served[0][served[0].index("--host") + 1] == "127.0.0.1"
+    assert serve_execs and serve_execs[0][serve_execs[0].index("--host") + 1] == "127.0.0.1"
     assert f"Studio needs HOPRAG_CORS_ORIGINS={STUDIO_ORIGIN}" in capsys.readouterr().err
 
 
