@@ -34,7 +34,7 @@ from typing import Any
 from app.index.documents import WHOLE_SECTION
 from app.index.store import CorpusIndex
 from app.settings import Settings
-from bench.common import RESULTS, load_results, require_data, run_measured, save
+from bench.common import RESULTS, TUNING_SIZE, load_results, require_data, run_measured, save
 from bench.run_systems import HOPRAG
 
 PASSAGES_PER_FILE = 20
@@ -192,7 +192,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--benchmarks", nargs="+", default=["2wikimultihopqa"])
     parser.add_argument("--formats", nargs="+", default=["md"], choices=FORMATS)
-    parser.add_argument("--limit", type=int, default=60)
+    parser.add_argument("--limit", type=int, default=TUNING_SIZE)
     parser.add_argument("--index-only", action="store_true", help="write and index, no eval")
     args = parser.parse_args()
     data = require_data(args.benchmarks)
