@@ -37,14 +37,24 @@ def load_prompt(name: str) -> ChatPromptTemplate:
     return ChatPromptTemplate.from_messages([(_ROLES[role], body) for role, body in messages])
 
 
+def one_line(text: str) -> str:
+    """`text` with every run of white space, line breaks included, as one space."""
+    return " ".join(text.split())
+
+
 def format_passages(passages: Sequence[dict[str, Any]]) -> str:
-    """Numbered passages, `[i] Title: text`, as every reader prompt shows them."""
-    return "\n".join(f"[{i}] {p['title']}: {p['text']}" for i, p in enumerate(passages, 1))
+    """Numbered passages, `[i] Title: text`, as every reader prompt shows them: one line
+    each, so that no text inside a passage starts a prompt line of its own (a forged
+    "Answer:" line or QA-table row, issue 55)."""
+    return "\n".join(
+        f"[{i}] {one_line(p['title'])}: {one_line(p['text'])}" for i, p in enumerate(passages, 1)
+    )
 
 
 def format_qa_table(rows: Sequence[dict[str, Any]]) -> str:
     """The QA table as prompts show it: one `- sub-question answer` line per row."""
-    return "\n".join(f"- {r['sub_question']} {r['answer']}" for r in rows) or "(none yet)"
+    lines = (f"- {one_line(r['sub_question'])} {one_line(r['answer'])}" for r in rows)
+    return "\n".join(lines) or "(none yet)"
 
 
 def is_yes_no_question(question: str) -> bool:
