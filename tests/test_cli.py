@@ -53,7 +53,7 @@ def test_help_explains_every_command(home: Path) -> None:
         "graph": ["build", "stats"],
         "threads": ["list", "prune"],
         "eval": ["run", "compare", "report"],
-        "cache": ["stats", "clear"],
+        "cache": ["stats", "forget", "clear"],
         "dm": ["data", "rewordings", "train", "calibrate", "eval"],
     }.items():
         out = run_cli(group, "--help", home=home, env={"COLUMNS": "100"}).stdout

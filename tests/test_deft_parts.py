@@ -252,6 +252,29 @@ def test_qa_cache_survives_restart_and_never_serves_a_stale_corpus(
         opened.close()
 
 
+def test_qa_cache_entries_die_with_their_passages(cache_home: Settings, embedder) -> None:
+    """A passage found hostile takes the entries answered from it along (`hoprag cache
+    forget`), and a changed corpus takes every entry of the old one (`hoprag index`)."""
+    index = _index_name()
+    cache = QACache.open(cache_home, index, "fp-1", embedder)
+    cache.put("Who founded Velloway Ironworks?", "Odile Farrengast", [6, 17])
+    cache.put("Where is Velloway Ironworks?", "Brisk Hollow", [6])
+    cache.put("Which river flows through Brisk Hollow?", "Ulden River", [1])
+    other = QACache.open(cache_home, _index_name(), "fp-1", embedder)  # another index
+    other.put("Who founded Velloway Ironworks?", "Odile Farrengast", [17])
+    assert cache.forget_passage(17) == 1 and cache.forget_passage(7) == 0
+    assert cache.exact("Who founded Velloway Ironworks?") is None
+    assert cache.exact("Where is Velloway Ironworks?") is not None
+    assert other.stats()["entries"] == 1  # another index's entries are its own
+    changed = QACache.open(cache_home, index, "fp-2", embedder)  # the corpus changed
+    changed.put("Who founded Velloway Ironworks?", "Odile Farrengast", [6])
+    assert changed.prune() == 2
+    assert changed.stats()["stale_entries"] == 0 and changed.stats()["entries"] == 1
+    assert cache.stats()["entries"] == 0 and other.stats()["entries"] == 1
+    for opened in (cache, other, changed):
+        opened.close()
+
+
 def _writer(home: str, url: str, index: str, worker: int, n: int) -> None:
     cache = _fixed_cache(home, url, index)
     for i in range(n):

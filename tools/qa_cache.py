@@ -86,6 +86,8 @@ class CacheStore(Protocol):
     def put(self, fingerprint: str, norm: str, row: Row, created: float) -> None: ...
     def log(self, ts: float, outcome: str) -> None: ...
     def counts(self, fingerprint: str) -> tuple[int, int, dict[str, int]]: ...
+    def forget(self, fingerprint: str, passage_id: int) -> int: ...
+    def prune(self, fingerprint: str) -> int: ...
     def clear(self) -> int: ...
     def close(self) -> None: ...
 
@@ -166,6 +168,20 @@ class SqliteStore:
         ).fetchone()
         outcomes = self.db.execute("SELECT outcome, COUNT(*) FROM lookups GROUP BY outcome")
         return int(current), int(stale), {str(o): int(n) for o, n in outcomes.fetchall()}
+
+    def forget(self, fingerprint: str, passage_id: int) -> int:
+        return int(
+            self.db.execute(
+                "DELETE FROM entries WHERE fingerprint = ? AND EXISTS "
+                "(SELECT 1 FROM json_each(entries.passage_ids) WHERE value = ?)",
+                (fingerprint, passage_id),
+            ).rowcount
+        )
+
+    def prune(self, fingerprint: str) -> int:
+        return int(
+            self.db.execute("DELETE FROM entries WHERE fingerprint != ?", (fingerprint,)).rowcount
+        )
 
     def clear(self) -> int:
         n = self.db.execute("DELETE FROM entries").rowcount
@@ -260,6 +276,25 @@ class PostgresStore:
             lambda cur: cur.fetchall(),
         )
         return int(current), int(stale), {str(o): int(n) for o, n in outcomes}
+
+    def forget(self, fingerprint: str, passage_id: int) -> int:
+        return int(
+            self._run(
+                "DELETE FROM hoprag_qa_entries WHERE index_name = %s AND fingerprint = %s "
+                "AND passage_ids::jsonb @> %s::jsonb",
+                (self.index_name, fingerprint, json.dumps([passage_id])),
+                lambda cur: cur.rowcount,
+            )
+        )
+
+    def prune(self, fingerprint: str) -> int:
+        return int(
+            self._run(
+                "DELETE FROM hoprag_qa_entries WHERE index_name = %s AND fingerprint != %s",
+                (self.index_name, fingerprint),
+                lambda cur: cur.rowcount,
+            )
+        )
 
     def clear(self) -> int:
         n = self._run(
@@ -406,6 +441,18 @@ class QACache:
             "by_outcome": outcomes,
             "hit_rate": round(hits / lookups, 4) if lookups else None,
         }
+
+    def forget_passage(self, passage_id: int) -> int:
+        """Delete the entries answered from a passage (one found hostile or wrong): the
+        number deleted."""
+        with self._lock:
+            return self.store.forget(self.fingerprint, passage_id)
+
+    def prune(self) -> int:
+        """Delete the entries of other corpus versions: their passages changed or went, and
+        lookups never see them again."""
+        with self._lock:
+            return self.store.prune(self.fingerprint)
 
     def clear(self) -> int:
         with self._lock:

@@ -49,6 +49,9 @@ def index_build(
         f"({report.new_passages} new, {report.reused_passages} reused), "
         f"{report.sentences} sentences, {report.entities} entities -> {report.path}"
     )
+    cache = _open_cache(name)  # its entries of the old corpus die with their passages
+    cache.prune()
+    cache.close()
 
 
 @index_app.command("list")
@@ -178,6 +181,8 @@ cache_app = typer.Typer(help="The shared QA cache of an index.", no_args_is_help
 
 
 def _open_cache(index: str | None) -> Any:
+    """The QA cache of an index (the default index without a name), at its current
+    corpus version."""
     # lazy: chromadb, onnxruntime
     from app.encoders.embeddings import Embedder
     from app.index.store import CorpusIndex
@@ -196,6 +201,19 @@ def cache_stats(index: IndexOpt = None) -> None:
     """Entries, lookups and hit rate of an index's QA cache."""
     cache = _open_cache(index)
     typer.echo(json.dumps(cache.stats(), indent=2))
+    cache.close()
+
+
+@cache_app.command("forget")
+def cache_forget(
+    passage: Annotated[list[int], typer.Option("--passage", "-p", help="Passage id (repeatable).")],
+    index: IndexOpt = None,
+) -> None:
+    """Delete the entries answered from these passages, say one found hostile or wrong
+    (ids as `hoprag ask --show-passages` and `hoprag trace` print them)."""
+    cache = _open_cache(index)
+    removed = sum(cache.forget_passage(pid) for pid in passage)
+    typer.echo(f"removed {removed} entries answered from passage {', '.join(map(str, passage))}")
     cache.close()
 
 
