@@ -492,6 +492,13 @@ class Settings:
         default=50.0,
         metadata={"description": "Documents larger than this are skipped when indexing."},
     )
+    strip_instructions: bool = field(
+        default=True,
+        metadata={
+            "description": 'Cut text that gives the reader orders ("ignore previous '
+            'instructions", a forged "Answer:" line) from passages when indexing.'
+        },
+    )
     graph_expansion: bool = field(
         default=True,
         metadata={

@@ -18,6 +18,7 @@ from typing import Any
 
 from app.errors import UserError
 from app.index.documents import DOCUMENT_SUFFIXES, Source, chunk_documents, documents_in
+from app.index.instructions import strip_instructions
 from app.settings import Settings
 
 ELISION = "..."  # between sentences of an excerpt that are not adjacent
@@ -150,7 +151,24 @@ def load_corpus(
         )
     if not any(p.text for p in passages):
         raise UserError(f"corpus {path} is empty (no passage has any text)")
-    return passages
+    return _without_instructions(passages, warn) if settings.strip_instructions else passages
+
+
+def _without_instructions(passages: list[Passage], warn: Callable[[str], None]) -> list[Passage]:
+    """Passages without text that gives their reader orders (app/index/instructions.py),
+    each cut named in one `warn` line; ids stay where they were."""
+    out = []
+    for p in passages:
+        text, removed = strip_instructions(p.text)
+        if removed:
+            where = p.source.cite() if p.source else f"passage {p.id} ({p.title})"
+            warn(
+                f"{where}: cut {len(removed)} piece(s) of text that give the reader orders, "
+                f"such as {removed[0][:80]!r} (HOPRAG_STRIP_INSTRUCTIONS=off keeps them)"
+            )
+            p = Passage(p.id, p.title, text, p.source)
+        out.append(p)
+    return out
 
 
 def passage_text(title: str, text: str) -> str:
