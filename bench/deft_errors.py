@@ -39,11 +39,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from app.eval.metrics import normalize_answer
 from app.index.corpus import load_corpus
 from bench.common import load_traced, summarise_runs, trace_states
 from bench.deft_endings import final_node
-from tools.comparison import says
+from tools.answer_rules import normalize_answer, says
 
 STAGES = ("never_read", "read_not_taken", "in_table_lost", "in_answer", "yes_no")
 BREAKS = ("retrieved_not_read", "named_not_retrieved", "first_hop_missed", "bridge_not_found")

@@ -28,10 +28,10 @@ import re
 import subprocess
 from typing import Any
 
-from app.eval.metrics import normalize_answer
 from app.settings import BENCHMARKS, Settings
 from bench.common import RESULTS, TUNING_SIZE, load_results, require_data, save
 from bench.run_systems import HOPRAG
+from tools.answer_rules import normalize_answer
 
 # The three forms issue 55 names, then one written apart from any defence's patterns: an
 # attack no rule was made for, to show what a pattern-based defence leaves through.

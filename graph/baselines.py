@@ -15,8 +15,9 @@ from app.settings import ITERATIVE_ROUNDS, Settings
 from graph.state import InputState, IterativeState, ReadState
 from graph.turn import REPLY, add_turn
 from nodes.answer import answer_closed_book, answer_from_passages
-from nodes.reason import answer_from_thoughts, final_answer_in, reason_step
+from nodes.reason import answer_from_thoughts, reason_step
 from nodes.retrieve import gold_passages, retrieve_for_question, retrieve_for_thought
+from tools.answer_rules import final_answer_in
 
 
 def _chain(

@@ -14,7 +14,7 @@ from app.resources import Resources
 from app.settings import Settings
 from graph.state import DeftState, InputState
 from graph.turn import REPLY, add_turn
-from nodes.answer import answer_sub_question, is_unknown
+from nodes.answer import answer_sub_question
 from nodes.cache import lookup_qa_cache
 from nodes.direct import answer_directly, check_direct_answer
 from nodes.evidence import select_evidence
@@ -25,7 +25,9 @@ from nodes.qa_table import update_qa_table
 from nodes.relevance import filter_relevant
 from nodes.retrieve import retrieve_for_sub_question, retrieve_question_passages
 from nodes.sub_question import write_sub_question
-from nodes.sufficiency import check_sufficiency, loop_end
+from nodes.sufficiency import check_sufficiency
+from tools.answer_rules import is_unknown
+from tools.step_limits import loop_end
 
 
 def route_after_direct_check(state: DeftState) -> Literal["answer_directly", "write_sub_question"]:

@@ -1,5 +1,5 @@
 """QA-cache lookup: normalised exact match, else the most similar cached sub-questions
-that ask for the same kind of answer in the same words (`asks_the_same`), confirmed by
+that ask for the same kind of answer in the same words (`may_share_an_answer`), confirmed by
 DM_same; a hit reuses the answer with no retrieval and no LLM call."""
 
 from __future__ import annotations
@@ -10,10 +10,11 @@ from langgraph.runtime import Runtime
 
 from app.settings import Settings
 from graph.state import DeftState
-from nodes.decisions import decide, timed
 from tools.comparison import RULE
 from tools.decision import DecisionModel
-from tools.qa_cache import QACache, asks_the_same
+from tools.decision_log import decide, timed
+from tools.qa_cache import QACache
+from tools.question_rules import may_share_an_answer
 
 
 def lookup_qa_cache(
@@ -36,7 +37,7 @@ def lookup_qa_cache(
         }
     decisions = []
     for candidate in cache.similar(sub_question):
-        if asks_the_same(sub_question, candidate["sub_question"]):
+        if may_share_an_answer(sub_question, candidate["sub_question"]):
             p_yes, seconds = timed(lambda c=candidate: dm.p_same(sub_question, c["sub_question"]))
             backend = dm.backend("same")
         else:  # another kind of answer or other words: no DM call, traced as the rule's no

@@ -17,8 +17,8 @@ from app.settings import (
     MAX_QUESTION_CHARS,
 )
 from graph.state import TurnState
-from nodes.question import message_text
 from prompts import load_prompt
+from tools.messages import message_text
 
 
 def has_history(state: TurnState) -> bool:

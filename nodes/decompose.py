@@ -9,8 +9,8 @@ from typing import Any
 
 from app.llm.gateway import LLMGateway
 from graph.state import ChainState
-from nodes.sub_question import plan_sub_questions
 from tools.examples import ExampleBank
+from tools.planning import plan_sub_questions
 
 
 def decompose_question(

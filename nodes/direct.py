@@ -16,12 +16,12 @@ from app.index.store import CorpusIndex
 from app.llm.gateway import LLMGateway
 from app.settings import DIRECT_LINKED_READ, Settings
 from graph.state import DeftState
-from nodes.answer import answered, read_passages
-from nodes.decisions import decide, timed
-from nodes.relevance import judge_relevance
 from tools.comparison import RULE, decided_by_rule
 from tools.decision import DecisionModel
+from tools.decision_log import decide, timed
 from tools.evidence import select_sentences
+from tools.reading import answered, read_passages
+from tools.relevance import judge_relevance
 from tools.title_links import linked_from
 
 

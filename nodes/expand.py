@@ -11,9 +11,6 @@ the stream.
 from __future__ import annotations
 
 import contextlib
-from collections import defaultdict
-from collections.abc import Sequence
-from dataclasses import asdict
 from typing import Any
 
 from langgraph.config import get_stream_writer
@@ -21,8 +18,9 @@ from langgraph.runtime import Runtime
 
 from app.settings import Settings
 from graph.state import DeftState
-from nodes.relevance import judge_relevance
 from tools.decision import DecisionModel
+from tools.reading import as_passages
+from tools.relevance import judge_relevance
 from tools.sentence_graph import GraphSentence, SentenceGraph
 
 
@@ -32,22 +30,6 @@ def expansion_reason(state: DeftState) -> str:
     return (
         "" if state.get("relevant_found") else "no retrieved passage passed the relevance threshold"
     )
-
-
-def as_passages(sentences: Sequence[GraphSentence | dict[str, Any]]) -> list[dict[str, Any]]:
-    """Sentences grouped by passage (in corpus order within it): what is read."""
-    by_passage: dict[int, list[dict[str, Any]]] = defaultdict(list)
-    for s in sentences:
-        row = s if isinstance(s, dict) else asdict(s)
-        by_passage[row["passage_id"]].append(row)
-    return [
-        {
-            "id": pid,
-            "title": group[0]["title"],
-            "text": " ".join(s["text"] for s in sorted(group, key=lambda s: s["id"])),
-        }
-        for pid, group in by_passage.items()
-    ]
 
 
 def expand_from_graph(

@@ -1,4 +1,5 @@
-"""Final answers: LLM_fin from the QA table alone, or the fallback after T steps."""
+"""Final answers: LLM_fin from the QA table alone, or the fallback after T steps (the rules
+they apply: tools/question_rules.py; reading: tools/reading.py)."""
 
 from __future__ import annotations
 
@@ -7,71 +8,26 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from app.eval.metrics import normalize_answer
 from app.index.store import CorpusIndex
 from app.llm.gateway import LLMGateway
 from app.settings import Settings
 from graph.state import DeftState
-from nodes.answer import answered, clean_answer, echoes_question, is_unknown, read_passages
-from nodes.relevance import keep_for_fallback, score_relevance
-from nodes.sub_question import content_words, with_answers_in_place
-from nodes.sufficiency import asks_the_question, loop_end
-from prompts import (
-    format_passages,
-    format_qa_table,
-    is_yes_no_question,
-    load_prompt,
-    reply_form,
-)
-from tools.comparison import (
-    asks_for_date,
-    compare_dates,
-    comparison_options,
-    is_date,
-    option_reached,
-    same_value,
-    says,
-)
+from prompts import format_passages, format_qa_table, load_prompt, reply_form
+from tools.answer_rules import clean_answer, is_unknown
 from tools.decision import DecisionModel
 from tools.evidence import select_sentences
+from tools.question_rules import (
+    about,
+    as_option,
+    asks_the_question,
+    echoes_question,
+    past_the_bridge,
+    with_answers_in_place,
+)
+from tools.reading import answer_from_rows, answered, decide_comparison, read_passages
+from tools.relevance import keep_for_fallback, score_relevance
 from tools.retriever import Retriever
-
-
-def decide_comparison(question: str, rows: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
-    """The final-answer update when the rows decide a comparison by rule (which date is
-    earlier; whether two chains end in the same answer), else None."""
-    comparison = compare_dates(question, rows) or same_value(question, rows)
-    if comparison is None:
-        return None
-    return {
-        **answered(comparison["answer"]),
-        "comparison": comparison,
-        "answer_passage_ids": comparison["passage_ids"],
-    }
-
-
-def answer_from_rows(
-    gateway: LLMGateway, question: str, rows: Sequence[dict[str, Any]]
-) -> dict[str, Any]:
-    """LLM_fin: the answer from sub-questions and their answers alone, supported by the
-    passages behind them (DeFT's QA table, ChainRAG's AnsInt). A comparison the rows
-    decide is answered by rule, without the LLM (tools/comparison.py)."""
-    decided = decide_comparison(question, rows)
-    if decided:
-        return decided
-    messages = load_prompt("answer_from_qa_table").format_messages(
-        qa_table=format_qa_table(rows), question=question
-    )
-    support = sorted({pid for row in rows for pid in row["passage_ids"]})
-    answer = as_option(question, rows, clean_answer(gateway.invoke(messages)))
-    return {**answered(answer), "answer_passage_ids": support}
-
-
-def as_option(question: str, rows: Sequence[dict[str, Any]], answer: str) -> str:
-    """A "which one, A or B?" answer as the option it stands for: the small reader
-    often names the compared person ("István Szabó") for the film the question asks
-    about (`option_reached`)."""
-    return option_reached(question, rows, answer) or answer
+from tools.step_limits import loop_end
 
 
 def answer_from_qa_table(state: DeftState, *, gateway: LLMGateway) -> dict[str, Any]:
@@ -93,45 +49,6 @@ def answer_from_qa_table(state: DeftState, *, gateway: LLMGateway) -> dict[str, 
     return {**update, **answered(later["answer"]), "past_the_bridge": bridge}
 
 
-def past_the_bridge(
-    question: str, rows: Sequence[dict[str, Any]], answer: str
-) -> dict[str, Any] | None:
-    """The row that asked on about `answer` when `answer` is a bridge of the chain: a row
-    answered it, and a later row asked about it in the question's own words ("Who did
-    Abraham marry after the death of Sarah?" after "Who was the founder of three major
-    monotheistic religions?" gave Abraham). The 1.5B LLM_fin often names the bridge;
-    what the question asks for is that later row's answer. None for choice and yes/no
-    questions, a later answer the question states or an earlier row gave (a loop), and a
-    date the question does not ask for (a row that checked a detail of the answer)."""
-    norm = normalize_answer(answer)
-    if not norm or comparison_options(question) or is_yes_no_question(question):
-        return None
-    answers = [normalize_answer(row["answer"]) for row in rows]
-    if norm not in answers:
-        return None
-    asked = content_words(question)
-    later = [
-        row
-        for row in rows[answers.index(norm) + 1 :]
-        if says(row["sub_question"], answer)
-        and content_words(row["sub_question"]) - content_words(answer) <= asked
-    ]
-    if not later:
-        return None
-    row = later[-1]
-    found = normalize_answer(row["answer"])
-    looped = any(
-        other and (found in other or other in found)
-        for other, earlier in zip(answers, rows, strict=True)
-        if earlier is not row
-    )
-    stated = says(question, row["answer"])
-    off_date = is_date(row["answer"]) and not asks_for_date(question)
-    if not found or is_unknown(row["answer"]) or looped or stated or off_date:
-        return None
-    return row
-
-
 def read_facts_and_passages(
     gateway: LLMGateway,
     question: str,
@@ -149,11 +66,6 @@ def read_facts_and_passages(
         reply_form=reply_form(question),
     )
     return clean_answer(gateway.invoke(messages))
-
-
-def about(passage: dict[str, Any], name: str) -> bool:
-    """The passage is about `name`: its title names it, or it names the title."""
-    return says(passage["title"], name) or says(name, passage["title"])
 
 
 def read_past_an_echo(

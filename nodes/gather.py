@@ -4,7 +4,6 @@ gathered sentences reranked by DM relevance and cut to a reading budget."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
@@ -12,25 +11,10 @@ from langgraph.runtime import Runtime
 
 from app.settings import CHAIN_READ_WORDS, Settings
 from graph.state import ChainState
-from nodes.expand import as_passages
-from nodes.relevance import score_relevance
 from tools.decision import DecisionModel
+from tools.reading import as_passages, best_within
+from tools.relevance import score_relevance
 from tools.sentence_graph import GraphSentence, SentenceGraph
-
-
-def best_within(
-    sentences: Sequence[GraphSentence], scores: Sequence[float], budget: int
-) -> list[GraphSentence]:
-    """Highest score first, as many as fit in `budget` words (at least one)."""
-    ranked = [s for _, s in sorted(zip(scores, sentences, strict=True), key=lambda x: -x[0])]
-    chosen, words = [], 0
-    for s in ranked:
-        size = len(s.text.split())
-        if chosen and words + size > budget:
-            break
-        chosen.append(s)
-        words += size
-    return chosen
 
 
 def gather_sentences(

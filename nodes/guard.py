@@ -8,8 +8,8 @@ from typing import Any
 from app.llm.gateway import LLMGateway
 from app.settings import SUB_QUESTION_TOKENS
 from graph.state import DeftState
-from nodes.sub_question import clean_sub_question, has_back_reference
 from prompts import format_qa_table, load_prompt
+from tools.question_rules import clean_sub_question, has_back_reference
 
 
 def guard_self_contained(state: DeftState, *, gateway: LLMGateway) -> dict[str, Any]:

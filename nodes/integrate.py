@@ -11,10 +11,7 @@ from langgraph.runtime import Runtime
 from app.llm.gateway import LLMGateway
 from app.settings import CHAIN_READ_WORDS, Settings
 from graph.state import ChainState, ChainStep
-from nodes.answer import answered, read_passages
-from nodes.expand import as_passages
-from nodes.final import answer_from_rows
-from nodes.gather import best_within
+from tools.reading import answer_from_rows, answered, as_passages, best_within, read_passages
 from tools.sentence_graph import GraphSentence, SentenceGraph
 
 

@@ -8,8 +8,9 @@ from __future__ import annotations
 from typing import Any
 
 from graph.state import DeftState, QARow
-from nodes.answer import echoes_question, is_unknown
+from tools.answer_rules import is_unknown
 from tools.qa_cache import QACache
+from tools.question_rules import echoes_question
 
 
 def update_qa_table(state: DeftState, *, cache: QACache | None) -> dict[str, Any]:

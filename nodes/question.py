@@ -10,22 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from langchain_core.messages import AnyMessage, HumanMessage
+from langchain_core.messages import HumanMessage
 
 from app.checks import clean_question
 from app.settings import MAX_QUESTION_CHARS
 from graph.state import TurnState
-from nodes.answer import answered
-
-
-def message_text(message: AnyMessage) -> str:
-    """A message's text, also when it came as a list of content blocks."""
-    content = message.content
-    if isinstance(content, str):
-        return content
-    return " ".join(
-        str(block.get("text", "")) if isinstance(block, dict) else str(block) for block in content
-    )
+from tools.messages import message_text
+from tools.reading import answered
 
 
 def take_question(state: TurnState, *, fresh: dict[str, Any]) -> dict[str, Any]:

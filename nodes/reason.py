@@ -2,21 +2,14 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from app.llm.gateway import LLMGateway
 from app.settings import REASON_STEP_TOKENS
 from graph.state import IterativeState
-from nodes.answer import answered, clean_answer
 from prompts import format_passages, load_prompt
-
-_SO_THE_ANSWER = re.compile(r"so the answer is\s*:?\s*(.+)", re.IGNORECASE)
-
-
-def final_answer_in(thought: str) -> str | None:
-    match = _SO_THE_ANSWER.search(thought)
-    return clean_answer(match.group(1)) if match else None
+from tools.answer_rules import final_answer_in
+from tools.reading import answered
 
 
 def reason_step(state: IterativeState, *, gateway: LLMGateway) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from langchain_core.messages import AIMessage
 from app.index.documents import format_citations
 from app.index.store import CorpusIndex
 from graph.state import TurnState
-from nodes.answer import is_unknown
+from tools.answer_rules import is_unknown
 
 
 def cited_passages(state: TurnState, index: CorpusIndex) -> list[dict[str, Any]]:

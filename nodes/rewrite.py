@@ -10,9 +10,14 @@ from typing import Any
 from app.llm.gateway import LLMGateway
 from app.settings import SUB_QUESTION_TOKENS
 from graph.state import ChainState, ChainStep
-from nodes.answer import is_unknown
-from nodes.sub_question import clean_sub_question, fill_answers, has_back_reference, needs_answer
 from prompts import load_prompt
+from tools.answer_rules import is_unknown
+from tools.question_rules import (
+    clean_sub_question,
+    fill_answers,
+    has_back_reference,
+    needs_answer,
+)
 
 
 def substitute_answers(question: str, chain: list[ChainStep]) -> str:

@@ -14,33 +14,18 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from app.settings import DEEP_MIN_ROWS, MAX_UNANSWERED, Settings
+from app.settings import DEEP_MIN_ROWS, Settings
 from graph.state import DeftState
-from nodes.decisions import decide, timed
 from tools.comparison import RULE, compare_dates, is_date_comparison
 from tools.decision import DecisionModel
+from tools.decision_log import decide, timed
+from tools.question_rules import asks_the_question
 
 
 def judged_deep(state: DeftState) -> bool:
     """DM_depth judged the question to need more than 2 hops (the direct check's depth
     decision; absent where it was not asked)."""
     return any(d["kind"] == "depth" and not d["outcome"] for d in state.get("decisions") or [])
-
-
-def loop_end(state: DeftState, max_steps: int) -> str:
-    """Why the loop stops with a table that does not suffice ("" while it goes on): T
-    steps taken, or `MAX_UNANSWERED` sub-questions that found no answer (the steps a loop
-    takes after its second dead end seldom find the chain)."""
-    if state.get("hop", 0) >= max_steps:
-        return f"{max_steps} steps taken"
-    if len(state.get("unanswerable") or []) >= MAX_UNANSWERED:
-        return f"{MAX_UNANSWERED} sub-questions found no answer"
-    return ""
-
-
-def asks_the_question(row: dict[str, Any], question: str) -> bool:
-    """The row's sub-question is the question itself."""
-    return row["sub_question"] == question
 
 
 def check_sufficiency(

@@ -14,7 +14,7 @@ from graph.chainrag import build_chainrag
 from graph.state import ChainStep
 from nodes.integrate import route_after_chain_step
 from nodes.rewrite import known_facts, substitute_answers
-from nodes.sub_question import parse_plan
+from tools.question_rules import parse_plan
 
 
 def _row(question: str, answer: str, sentence_ids: list[int] | None = None) -> ChainStep:

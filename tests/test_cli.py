@@ -226,7 +226,7 @@ def test_the_trace_line_of_a_rule_decided_comparison_shows_the_dates(capsys) -> 
 def test_a_long_batch_of_decisions_prints_as_one_line_naming_the_yes_ones(capsys) -> None:
     from app.cli.ask import DecisionLines
     from app.settings import TRACE_DECISION_BATCH
-    from nodes.decisions import decide
+    from tools.decision_log import decide
 
     lines = DecisionLines()
     sentences = [decide("rel", 1, [f"s{i}"], i / 100, 0.5, "trained") for i in range(40, 70)]

@@ -12,7 +12,6 @@ from nodes.sufficiency import check_sufficiency
 from tools.comparison import (
     Date,
     as_tool,
-    asks_for_date,
     compare_dates,
     comparison_options,
     is_date,
@@ -22,6 +21,7 @@ from tools.comparison import (
     same_value,
 )
 from tools.decision import Calibration, DecisionModel
+from tools.question_rules import asks_for_date
 
 BRIDGE = [
     ("Who directed The Inside Man?", "Tom Clegg", 1),

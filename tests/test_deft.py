@@ -8,7 +8,7 @@ import pytest
 from app.resources import Resources
 from app.settings import Settings
 from graph.deft import build_deft
-from nodes.sub_question import has_back_reference
+from tools.question_rules import has_back_reference
 
 pytestmark = pytest.mark.e2e  # the real chat model, servers or the installed CLI
 

@@ -27,29 +27,32 @@ from graph.deft import (
     route_after_sufficiency,
 )
 from graph.state import merge_passages
-from nodes.answer import clean_answer, echoes_question, is_unknown, read_passages
 from nodes.cache import lookup_qa_cache
 from nodes.direct import answer_directly, check_direct_answer
 from nodes.final import (
     answer_from_qa_table,
     fallback_reason,
-    past_the_bridge,
     read_facts_and_passages,
     read_past_an_echo,
 )
 from nodes.qa_table import update_qa_table
 from nodes.question import take_question
-from nodes.relevance import fused_with_retrieval, keep_for_fallback, keep_relevant
-from nodes.sub_question import (
+from nodes.sub_question import write_sub_question
+from tools.answer_rules import clean_answer, is_unknown
+from tools.decision import Calibration, DecisionModel
+from tools.qa_cache import QACache, SqliteStore
+from tools.question_rules import (
     answer_in_place,
     clean_sub_question,
+    echoes_question,
     has_back_reference,
+    may_share_an_answer,
+    past_the_bridge,
     rejection,
     with_answers_in_place,
-    write_sub_question,
 )
-from tools.decision import Calibration, DecisionModel
-from tools.qa_cache import QACache, SqliteStore, asks_the_same
+from tools.reading import read_passages
+from tools.relevance import fused_with_retrieval, keep_for_fallback, keep_relevant
 
 PASSAGES = [{"id": i, "title": f"T{i}", "text": "x"} for i in range(6)]
 
@@ -444,7 +447,7 @@ def test_dropping_an_index_drops_its_rows_of_the_shared_qa_cache(
 def test_cached_answers_are_offered_only_for_the_same_ask(
     first: str, second: str, same: bool
 ) -> None:
-    assert asks_the_same(first, second) is same
+    assert may_share_an_answer(first, second) is same
 
 
 class _SaysSame:

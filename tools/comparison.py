@@ -21,8 +21,8 @@ from typing import Any
 
 from langchain_core.tools import BaseTool, StructuredTool
 
-from app.eval.metrics import normalize_answer
 from app.settings import COMPARISON_CHAIN_HOPS, COMPARISON_MAX_DATE_WORDS
+from tools.answer_rules import normalize_answer, says
 
 RULE = "rule"  # the backend name a decision made by this rule is traced with
 # "..., A or B?" and "... out of A and B?"
@@ -64,7 +64,6 @@ _ISO = re.compile(r"\b(1\d{3}|20\d{2})-(\d{1,2})-(\d{1,2})\b")
 _DAY = re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)?\b")
 _PARENTHESIS = re.compile(r"\s*\([^)]*\)")
 _DATE_WORD = re.compile(r"^(\d{1,4}(?:st|nd|rd|th)?|c|ca)$")  # a word a bare date may hold
-_ASKS_FOR_DATE = re.compile(r"^(when|(in |on )?(what|which) (year|date|day|month))\b", re.I)
 _YES_NO_OPENERS = {"are", "is", "do", "does", "did", "were", "was", "have", "has"}
 
 
@@ -121,11 +120,6 @@ def is_date(text: str) -> bool:
     )
 
 
-def asks_for_date(question: str) -> bool:
-    """The question asks when ("When was ...", "In what year ...")."""
-    return bool(_ASKS_FOR_DATE.match(question.strip()))
-
-
 def comparison_options(question: str) -> tuple[str, tuple[str, str]] | None:
     """What a "which one" question asks (the part before the options) and the two things
     it compares, as it writes them."""
@@ -152,12 +146,6 @@ def event(text: str) -> str:
     words = set(normalize_answer(text).split())
     found = [name for name, cues in _EVENTS.items() if words & cues]
     return found[0] if len(found) == 1 else ""
-
-
-def says(text: str, phrase: str) -> bool:
-    """`phrase` occurs in `text` as whole words, both SQuAD-normalised."""
-    norm = normalize_answer(phrase)
-    return bool(norm) and f" {norm} " in f" {normalize_answer(text)} "
 
 
 def _mentions(question: str, name: str) -> bool:
@@ -317,9 +305,12 @@ def missing_dates(question: str, rows: Sequence[dict[str, Any]]) -> str:
     return "; ".join(form.format(name) for name in dict.fromkeys(lacking))
 
 
-def asks_same(question: str) -> bool:
+def asks_whether_same_value(question: str) -> bool:
     """A yes/no question whether two things share something ("Are A and B of the same
-    nationality?")."""
+    nationality?"). Its openers (`_YES_NO_OPENERS`, read off the first SQuAD-normalised
+    word) are fewer than `prompts.is_yes_no_question`'s: "Can A and B be the same?" is
+    not one. (Not `tools.question_rules.may_share_an_answer`, which compares two
+    sub-questions.)"""
     words = normalize_answer(question).split()
     return "same" in words and words[0] in _YES_NO_OPENERS
 
@@ -327,7 +318,7 @@ def asks_same(question: str) -> bool:
 def decided_by_rule(question: str) -> bool:
     """A comparison the QA table's rules can decide (`compare_dates`, `same_value`): its
     facts are better gathered one sub-question at a time than read in one call."""
-    return is_date_comparison(question) or asks_same(question)
+    return is_date_comparison(question) or asks_whether_same_value(question)
 
 
 def same_value(question: str, rows: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
@@ -335,7 +326,7 @@ def same_value(question: str, rows: Sequence[dict[str, Any]]) -> dict[str, Any] 
     end in the same answer ("Who directed A?" -> X, "What is the nationality of X?" ->
     Italian, and the same for B). Different answers are left to the LLM: "Italy" and
     "Italian" differ in words, not in fact."""
-    if not asks_same(question):
+    if not asks_whether_same_value(question):
         return None
     leaves = [
         row

@@ -6,14 +6,14 @@ one Postgres table that every replica shares (rows keyed by index name). Entries
 corpus fingerprint they were answered against, and a lookup only sees entries of the
 current fingerprint, so a changed corpus never serves stale answers. Concurrent writers
 from several processes are safe on both: WAL and a busy timeout in SQLite, row upserts in
-Postgres. The lookups, similarity and normalisation are `QACache`'s alone; a store only
-keeps rows.
+Postgres. The lookups and similarity are `QACache`'s alone; a store only keeps rows. How
+sub-questions are normalised, and which two may share an answer, are rules of
+tools/question_rules.py (`normalise_question`, `may_share_an_answer`).
 """
 
 from __future__ import annotations
 
 import json
-import re
 import sqlite3
 import threading
 import time
@@ -23,14 +23,11 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
-import Stemmer
 
 from app.encoders.embeddings import Embedder
 from app.errors import UserError
-from app.eval.metrics import normalize_answer
 from app.settings import (
     CACHE_CANDIDATES,
-    CACHE_FILLER_WORDS,
     CACHE_MIN_COSINE,
     QA_CACHE_SCHEMA_LOCK,
     QA_CACHE_SUFFIX,
@@ -38,6 +35,7 @@ from app.settings import (
     SQLITE_RETRY_PAUSE_S,
     Settings,
 )
+from tools.question_rules import normalise_question
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries (
@@ -328,47 +326,6 @@ class CachedAnswer:
     passage_ids: list[int]
     how: str  # exact | similar
     p_same: float | None = None
-
-
-_POSSESSIVE = re.compile(r"['\u2019]s\b")
-_WH_WORD = re.compile(
-    r"\b(when|where|why|how many|how much|how old|how|who|whom|whose|what|which)\b"
-)
-_WHEN = re.compile(r"\b(what|which) (year|date|day|month|century|decade)\b")
-_ANSWER_KINDS = frozenset({"when", "where", "why", "how many", "how much", "how old", "how"})
-_STEMMER = Stemmer.Stemmer("english")
-
-
-def normalise_question(text: str) -> str:
-    """Case and punctuation ignored (SQuAD normalisation)."""
-    return normalize_answer(text)
-
-
-def question_words(text: str) -> list[str]:
-    """Normalised words without the possessive 's ("Berg's" is "Berg")."""
-    return normalise_question(_POSSESSIVE.sub("", text)).split()
-
-
-def answer_kind(question: str) -> str:
-    """What the question's first wh-word asks for: "when" (also "what year"), "where",
-    "how many", "how much", "how old", "how", "why", or an entity (who, what, which)."""
-    match = _WH_WORD.search(_WHEN.sub("when", question.lower()))
-    word = match.group(1) if match else ""
-    return word if word in _ANSWER_KINDS else "entity"
-
-
-def asks_the_same(first: str, second: str) -> bool:
-    """Whether two sub-questions may share an answer: the same kind of answer about the same
-    stemmed words, filler aside. Embedding similarity and DM_same both took "Where was X
-    born?" for "When was X born?" and "Who was the second president of X?" for "Who was
-    the president of X?"; a wrong hit poisons the QA table, a miss only costs one
-    retrieval and one reading, so only such pairs go on to DM_same."""
-
-    def terms(question: str) -> frozenset[str]:
-        words = question_words(_WHEN.sub("when", question.lower()))
-        return frozenset(_STEMMER.stemWords([w for w in words if w not in CACHE_FILLER_WORDS]))
-
-    return answer_kind(first) == answer_kind(second) and terms(first) == terms(second)
 
 
 class QACache:

@@ -4,20 +4,11 @@ evidence-chain coverage, and McNemar's exact test for paired systems."""
 from __future__ import annotations
 
 import math
-import re
-import string
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-_ARTICLES = re.compile(r"\b(a|an|the)\b")
-_PUNCT = set(string.punctuation)
-
-
-def normalize_answer(text: str) -> str:
-    """SQuAD normalisation: lower-case, drop punctuation and a/an/the, squash white space."""
-    text = "".join(ch for ch in text.lower() if ch not in _PUNCT)
-    return " ".join(_ARTICLES.sub(" ", text).split())
+from tools.answer_rules import normalize_answer  # SQuAD normalisation, a rule of tools/
 
 
 def exact_match(prediction: str, golds: Sequence[str]) -> float:

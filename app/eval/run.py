@@ -35,7 +35,6 @@ from app.eval.metrics import (
     chain_covered,
     contain_match,
     exact_match,
-    normalize_answer,
     prompt_reuse,
     token_f1,
 )
@@ -46,8 +45,8 @@ from app.llm.gateway import LLMGateway
 from app.resources import Resources
 from app.settings import DEFT_SETTINGS, Settings
 from graph.systems import build_system
-from nodes.answer import UNKNOWN
 from prompts import load_prompt
+from tools.answer_rules import UNKNOWN, normalize_answer
 from tools.comparison import RULE
 from tools.decision import CALIBRATION_FILE
 

@@ -1,0 +1,22 @@
+"""How long DeFT's step loop may go on with a QA table that does not suffice: the
+sufficiency route, the graph's routers and the fallback's trace all ask the same rule."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from app.settings import MAX_UNANSWERED
+
+if TYPE_CHECKING:
+    from graph.state import DeftState
+
+
+def loop_end(state: DeftState, max_steps: int) -> str:
+    """Why the loop stops with a table that does not suffice ("" while it goes on): T
+    steps taken, or `MAX_UNANSWERED` sub-questions that found no answer (the steps a loop
+    takes after its second dead end seldom find the chain)."""
+    if state.get("hop", 0) >= max_steps:
+        return f"{max_steps} steps taken"
+    if len(state.get("unanswerable") or []) >= MAX_UNANSWERED:
+        return f"{MAX_UNANSWERED} sub-questions found no answer"
+    return ""
