@@ -484,8 +484,8 @@ class Settings:
         default=120,
         metadata={
             "description": "Target words of a passage cut from a document (PDF, HTML, Word, "
-            "Markdown, text), about the benchmarks' passage size; a section of up to twice "
-            "this is one passage, a longer one is cut at sentence ends into even pieces."
+            "Markdown, text), about the benchmarks' passage size; a section of up to four "
+            "times this is one passage, a longer one is cut at sentence ends into even pieces."
         },
     )
     max_document_mb: float = field(

@@ -13,7 +13,7 @@ from fpdf import FPDF
 
 from app.errors import UserError
 from app.index.corpus import load_corpus
-from app.index.documents import SECTION_SEP
+from app.index.documents import SECTION_SEP, WHOLE_SECTION, even_pieces
 from app.settings import Settings
 from tests.conftest import SAMPLE_CORPUS, run_cli
 
@@ -318,3 +318,14 @@ def test_a_multi_hop_answer_over_markdown_handbooks_cites_their_sections(
 def test_document_settings_out_of_range_are_refused(bad: dict[str, float]) -> None:
     with pytest.raises(UserError, match="out of range"):
         Settings(**bad)
+
+
+def test_a_section_is_whole_up_to_its_bound_and_cut_evenly_past_it() -> None:
+    sentence = "The mill on the river ground wheat for the town."  # ten words
+    whole = " ".join([sentence] * (WHOLE_SECTION * 12 // 10))
+    assert even_pieces(whole, chunk_words=12) == [whole]
+    longer = f"{whole} {sentence}"
+    pieces = even_pieces(longer, chunk_words=12)
+    assert len(pieces) == -(-len(longer.split()) // 12) and " ".join(pieces) == longer
+    sizes = [len(p.split()) for p in pieces]
+    assert max(sizes) - min(sizes) <= 10  # even: at most a sentence apart

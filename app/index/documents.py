@@ -12,8 +12,9 @@ The formats are read by maintained libraries: pypdf (text per page, the outline 
 headings), trafilatura (an HTML page's main text and headings, as Markdown), python-docx
 (paragraphs and heading styles), markdown-it-py (CommonMark headings, so that a `#` in a
 code block is no heading) and spaCy's rule-based sentencizer for sentence ends. A section
-of up to twice the target size is one passage; a longer one is cut at sentence ends into
-even pieces, each a slice of the document's own text. A document that cannot be read is
+of up to four times the target size (a long encyclopedia paragraph) is one passage; a
+longer one is cut at sentence ends into even pieces, each a slice of the document's own
+text. A document that cannot be read is
 skipped with one line naming it and why; the others are still indexed.
 """
 
@@ -35,7 +36,7 @@ DOCUMENT_SUFFIXES = (".md", ".markdown", ".txt", ".html", ".htm", ".pdf", ".docx
 SECTION_SEP = " \u203a "  # "Regional handbook > Tavistrom College", with a single guillemet
 _BINARY_PROBE = 8192  # bytes read to tell text from binary
 _HEADING_STYLE = re.compile(r"^heading (\d)$", re.IGNORECASE)
-WHOLE_SECTION = 2  # a section of up to this many times the target size is one passage
+WHOLE_SECTION = 4  # a section of up to this many times the target size is one passage
 _MARKDOWN_ESCAPE = re.compile(r"\\([\\`*_{}\[\]()#+\-.!<>|~])")
 
 
@@ -315,9 +316,9 @@ def _sentencizer() -> Any:
 def even_pieces(text: str, chunk_words: int) -> list[str]:
     """`text` whole when it is at most `WHOLE_SECTION` times `chunk_words` words, else cut
     at sentence ends into `ceil(words / chunk_words)` pieces of about even size (a
-    260-word section at 120: about 87 words each, not 120/120/20): a cut fact costs
-    answers, a runt piece is read without its context. Each piece is a slice of `text`;
-    a longer sentence stays whole."""
+    500-word section at 120: five of about 100 words, not four of 120 and a runt of 20):
+    a cut fact costs answers, a runt piece is read without its context. Each piece is a
+    slice of `text`; a longer sentence stays whole."""
     total = _words(text)
     if total <= WHOLE_SECTION * chunk_words:
         return [text]
