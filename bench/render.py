@@ -1276,7 +1276,7 @@ def nameless_steps() -> Section:
         "Sub-questions that name nothing are refused (issue 34)",
         "The first `deft` runs whose writer and plan may not ask a "
         'sub-question that names nothing in fewer than three content words ("What is the '
-        'name of the college?"; `nodes/sub_question.py: too_vague`; `DEFT_NAMELESS` in '
+        'name of the college?"; `tools/question_rules.py: too_vague`; `DEFT_NAMELESS` in '
         "`bench/render.py`), against the last runs that could (`DEFT_FALLBACK_IN_PLACE`), "
         "both under `bench/results/archive/`.",
         DEFT_FALLBACK_IN_PLACE,
@@ -1355,7 +1355,7 @@ def past_the_bridge() -> Section:
         "LLM_fin's bridge answers (issue 34)",
         "The `deft` runs of the answering tables, where an LLM_fin answer that a row gave "
         "and a later row asked about in the question's own words gives way to that later "
-        "row's answer (`nodes/final.py: past_the_bridge`; `DEFT_ECHO_KEPT`), against the "
+        "row's answer (`tools/question_rules.py: past_the_bridge`; `DEFT_ECHO_KEPT`), against the "
         "last runs without it (`DEFT_BRIDGE_KEPT`; both in `bench/render.py`, under "
         "`bench/results/archive/`).",
         DEFT_BRIDGE_KEPT,

@@ -1,12 +1,12 @@
 """Sufficiency check: DM_suff(Q, F_t) decides whether the QA table already answers Q.
 
 Three rules come first. A row that asks the question itself (a one-hop question, asked
-as it is: nodes/sub_question.py) answers it; the DM, trained on chains of two or more
-hops, says no to any one-row table. A date comparison ("who is older, A or B?") suffices
-exactly when the rule of tools/comparison.py can compare it: the DM, shown "Who directed
-A? ... Where was <director> born?", often says yes to a table that holds one date of two.
-And a question DM_depth judged deeper than 2 hops needs `DEEP_MIN_ROWS` rows: the DM says
-yes to the first two rows of longer chains."""
+as it is: `asks_the_question` in tools/question_rules.py) answers it; the DM, trained on
+chains of two or more hops, says no to any one-row table. A date comparison ("who is
+older, A or B?") suffices exactly when the rule of tools/comparison.py can compare it:
+the DM, shown "Who directed A? ... Where was <director> born?", often says yes to a table
+that holds one date of two. And a question DM_depth judged deeper than 2 hops needs
+`DEEP_MIN_ROWS` rows: the DM says yes to the first two rows of longer chains."""
 
 from __future__ import annotations
 
