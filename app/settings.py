@@ -215,7 +215,7 @@ DEEP_MIN_ROWS = 3
 # question as it is (docs/decisions.md, "Two sub-questions without an answer").
 MAX_UNANSWERED = 2
 
-# Title links (`tools/title_links.py`): shorter titles ("US") match inside unrelated words.
+# Title links (`app/index/title_links.py`): shorter titles ("US") match inside unrelated words.
 MIN_TITLE_CHARS = 4
 # The direct answer also reads this many passages a relevant one names by title: the
 # later hop's passage, which DM_direct counted as reached (docs/BENCHMARKS.md, deft-direct).

@@ -79,8 +79,8 @@ def attacked(prediction: str, x: str) -> bool:
 
 def poisoned_rows(index: str, targets: dict[str, str]) -> tuple[int, set[str]]:
     """QA-cache rows of `index` whose answer holds some question's X, and those questions."""
+    from app.index.qa_store import open_store
     from app.index.store import CorpusIndex
-    from tools.qa_cache import open_store
 
     settings = Settings()
     corpus = CorpusIndex.open(settings, index)

@@ -14,7 +14,7 @@ question, answer and seconds; writes
 bench/results/serve_load-GRAPH-cN[-L].json.
 
 Scale-out (issue 36): the whole deployment on this machine, on loopback, each piece a
-process of its own (`app/services.py`): a throwaway PostgreSQL cluster (checkpoints and the
+process of its own (`bench/services.py`): a throwaway PostgreSQL cluster (checkpoints and the
 QA cache, HOPRAG_POSTGRES_URL), a Chroma server holding the index's vectors
 (HOPRAG_CHROMA_URL; this script uploads them first), one model endpoint
 (`hoprag llm serve`, HOPRAG_LLM_BASE_URL) and two `hoprag serve` processes on the same
@@ -216,8 +216,8 @@ def phase_summary(records: list[dict[str, Any]], wall: float, servers: int) -> d
 def scale_out(args: argparse.Namespace) -> None:
     """Start the deployment, run the two phases, stop it; see the module docstring."""
     from app.checks import require_index
-    from app.services import chroma_server, hoprag_server, model_endpoint, postgres_server
     from app.settings import Settings
+    from bench.services import chroma_server, hoprag_server, model_endpoint, postgres_server
 
     settings = Settings()
     require_index(settings, args.index)
@@ -309,7 +309,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.scale_out:
         from app.errors import UserError, exit_with
-        from app.services import ServiceFailed
+        from bench.services import ServiceFailed
 
         args.graph = args.graph or "deft"
         try:

@@ -10,8 +10,8 @@ from typing import Any, Literal
 from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
-from app.resources import Resources
 from app.settings import ITERATIVE_ROUNDS, Settings
+from graph.resources import Resources
 from graph.state import InputState, IterativeState, ReadState
 from graph.turn import REPLY, add_turn
 from nodes.answer import answer_closed_book, answer_from_passages

@@ -11,8 +11,8 @@ from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from app.errors import UserError
-from app.resources import Resources
 from app.settings import Settings
+from graph.resources import Resources
 from graph.state import ChainState, InputState
 from graph.turn import REPLY, add_turn
 from nodes.decompose import decompose_question

@@ -10,8 +10,8 @@ from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 
-from app.resources import Resources
 from app.settings import Settings
+from graph.resources import Resources
 from graph.state import DeftState, InputState
 from graph.turn import REPLY, add_turn
 from nodes.answer import answer_sub_question

@@ -12,7 +12,7 @@ from __future__ import annotations
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
 
-from app.resources import server_pool
+from graph.resources import server_pool
 from graph.systems import build_system
 
 

@@ -12,6 +12,7 @@ from langgraph.graph.message import add_messages
 from langgraph.types import Overwrite
 
 from app.index.corpus import excerpt
+from tools.records import Decision, QARow
 
 
 class InputState(TypedDict, total=False):
@@ -58,28 +59,6 @@ class IterativeState(ReadState, total=False):
 
     thoughts: Annotated[list[str], operator.add]
     rounds: int
-
-
-class QARow(TypedDict):
-    """One row of the QA table: a self-contained sub-question and its short answer."""
-
-    sub_question: str
-    answer: str
-    passage_ids: list[int]
-    source: str  # retrieved | cache
-
-
-class Decision(TypedDict):
-    """One yes/no judgement of the decision model, kept for the trace."""
-
-    kind: str
-    step: int
-    inputs: list[Any]
-    p_yes: float
-    threshold: float
-    outcome: bool
-    backend: str
-    seconds: float  # time the DM took (a batch's time shared by its decisions)
 
 
 def merge_passages(

@@ -8,10 +8,10 @@ from typing import Any
 from langgraph.graph.state import CompiledStateGraph
 
 from app.checks import check_system
-from app.resources import Resources
 from graph.baselines import build_closed_book, build_iterative, build_oracle, build_vanilla
 from graph.chainrag import build_chainrag
 from graph.deft import build_deft
+from graph.resources import Resources
 
 SYSTEMS: dict[str, Callable[..., CompiledStateGraph]] = {
     "closed_book": build_closed_book,

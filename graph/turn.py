@@ -7,7 +7,7 @@ from functools import partial
 
 from langgraph.graph import END, START, StateGraph
 
-from app.resources import Resources
+from graph.resources import Resources
 from graph.state import TurnState, fresh_turn
 from nodes.contextualise import contextualise_question, has_history
 from nodes.question import take_question

@@ -13,6 +13,7 @@ from langgraph.runtime import Runtime
 
 from app.index.corpus import passage_text
 from app.index.store import CorpusIndex
+from app.index.title_links import linked_from
 from app.llm.gateway import LLMGateway
 from app.settings import DIRECT_LINKED_READ, Settings
 from graph.state import DeftState
@@ -22,7 +23,6 @@ from tools.decision_log import decide, timed
 from tools.evidence import select_sentences
 from tools.reading import answered, read_passages
 from tools.relevance import judge_relevance
-from tools.title_links import linked_from
 
 
 def check_direct_answer(

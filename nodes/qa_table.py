@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from graph.state import DeftState, QARow
+from graph.state import DeftState
 from tools.answer_rules import is_unknown
 from tools.qa_cache import QACache
 from tools.question_rules import echoes_question
+from tools.records import QARow
 
 
 def update_qa_table(state: DeftState, *, cache: QACache | None) -> dict[str, Any]:

@@ -101,8 +101,8 @@ def gateway(settings: Settings):
 
 @pytest.fixture(scope="session")
 def postgres_url() -> Iterator[str]:
-    """A throwaway PostgreSQL server on loopback for the session (app/services.py)."""
-    from app.services import postgres_server
+    """A throwaway PostgreSQL server on loopback for the session (bench/services.py)."""
+    from bench.services import postgres_server
 
     with postgres_server() as url:
         yield url

@@ -8,9 +8,9 @@ import re
 import pytest
 from stubs import Runtime
 
-from app.resources import Resources
 from app.settings import Settings
 from graph.chainrag import build_chainrag
+from graph.resources import Resources
 from graph.state import ChainStep
 from nodes.integrate import route_after_chain_step
 from nodes.rewrite import known_facts, substitute_answers

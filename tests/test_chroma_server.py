@@ -10,8 +10,8 @@ import pytest
 from app.errors import ServiceError
 from app.index.store import CorpusIndex
 from app.llm.engine import free_port
-from app.services import chroma_server
 from app.settings import Settings
+from bench.services import chroma_server
 from tools.retriever import Retriever
 
 pytestmark = pytest.mark.e2e  # the real chat model, servers or the installed CLI

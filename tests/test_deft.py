@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from app.resources import Resources
 from app.settings import Settings
 from graph.deft import build_deft
+from graph.resources import Resources
 from tools.question_rules import has_back_reference
 
 pytestmark = pytest.mark.e2e  # the real chat model, servers or the installed CLI

@@ -17,6 +17,7 @@ from stubs import NoExamples, Runtime, ScriptedWriter
 
 from app.dm.calibration import Platt, fit_platt, logit, sigmoid
 from app.errors import ServiceError, UserError
+from app.index.qa_store import SqliteStore
 from app.llm.engine import free_port
 from app.settings import Settings
 from graph.deft import (
@@ -40,7 +41,7 @@ from nodes.question import take_question
 from nodes.sub_question import write_sub_question
 from tools.answer_rules import clean_answer, is_unknown
 from tools.decision import Calibration, DecisionModel
-from tools.qa_cache import QACache, SqliteStore
+from tools.qa_cache import QACache
 from tools.question_rules import (
     answer_in_place,
     clean_sub_question,
@@ -340,7 +341,7 @@ def test_a_qa_cache_file_locked_for_too_long_is_one_clear_error(
         raise sqlite3.OperationalError("database is locked")
 
     monkeypatch.setattr(SqliteStore, "_set_up", refuse)
-    monkeypatch.setattr("tools.qa_cache.SQLITE_BUSY_S", 0.2)
+    monkeypatch.setattr("app.index.qa_store.SQLITE_BUSY_S", 0.2)
     with pytest.raises(UserError, match="stayed locked") as caught:
         SqliteStore(tmp_path / "cache.sqlite")
     assert "damaged" not in str(caught.value)

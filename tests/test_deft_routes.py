@@ -14,9 +14,9 @@ import pytest
 from stubs import NoExamples, ScriptedWriter
 
 from app.index.store import PassageRecord
-from app.resources import Resources
 from app.settings import Settings
 from graph.deft import build_deft
+from graph.resources import Resources
 from tools.qa_cache import QACache
 from tools.retriever import RetrievedPassage
 

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-import app.resources
 from app.errors import UserError
 from app.eval.run import chainrag_signature, deft_signature, read_traces, run_eval
 from app.settings import Settings
+from graph.resources import Resources
 from tests.conftest import HOPRAG, SAMPLE_CORPUS, SAMPLE_QUESTIONS, assert_user_error, run_cli
 
 
@@ -28,7 +28,7 @@ def no_models(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*args, **kwargs):
         raise AssertionError("a model was loaded before the input was checked")
 
-    monkeypatch.setattr(app.resources.Resources, "open", refuse)
+    monkeypatch.setattr(Resources, "open", refuse)
     monkeypatch.setattr("app.eval.run.build_index", refuse)
 
 

@@ -1,6 +1,7 @@
-"""How the code is layered: answering a question loads neither torch nor peft (the DM and
-the embedder run as ONNX graphs), serving code never imports the DM's training code, and
-no import cycle ties the modules together."""
+"""How the code is layered: imports point down the layers (entry points, graphs, nodes,
+tools, engines), answering a question loads neither torch nor peft (the DM and the
+embedder run as ONNX graphs), serving code never imports the DM's training code, and no
+import cycle ties the modules together."""
 
 from __future__ import annotations
 
@@ -26,9 +27,9 @@ TRAINING_SIDE = {"app.cli.dm", "app.dm.train", "app.dm.torch_model"}
 EXPORT_ONLY = {("app.dm.runtime", "app.dm.torch_model")}
 
 
-def _modules() -> dict[str, Path]:
+def _modules(packages: tuple[str, ...] = PACKAGES) -> dict[str, Path]:
     found = {}
-    for package in PACKAGES:
+    for package in packages:
         for path in sorted((ROOT / package).rglob("*.py")):
             parts = path.relative_to(ROOT).with_suffix("").parts
             name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
@@ -67,6 +68,99 @@ def _imports(path: Path, modules: dict[str, Path]) -> list[tuple[str, bool]]:
 def _graph() -> dict[str, list[tuple[str, bool]]]:
     modules = _modules()
     return {name: _imports(path, modules) for name, path in modules.items()}
+
+
+# The layers, highest first: a module may import its own layer and those below it, never
+# one above. A module belongs to the layer of the longest prefix that names it.
+LAYERS: list[tuple[str, tuple[str, ...]]] = [
+    # Tests and benchmarks drive everything and ship in no package; tests may use the
+    # benchmarks' helpers (bench/services.py starts servers for both), not the reverse.
+    ("tests", ("tests",)),
+    ("bench", ("bench",)),
+    # Entry points: the CLI, the server's wiring (langgraph.json names these files), the
+    # evaluation harness, and the DM's training pipelines, which build retrievers to make
+    # their examples. They build graphs and tools and run them; nothing imports them.
+    (
+        "entry",
+        (
+            "app.cli",
+            "app.eval",
+            "graph.server",
+            "graph.webapp",
+            "graph.auth",
+            "app.dm.train",
+            "app.dm.data",
+            "app.dm.eval",
+            "app.dm.rewordings",
+        ),
+    ),
+    # The graphs: each builder wires nodes to the resources (graph/resources.py opens the
+    # models and stores and builds the tools) and names the edges between them.
+    ("graph", ("graph",)),
+    # One step of a graph each: read the state, call rules and tools, return an update.
+    ("nodes", ("nodes",)),
+    # The states the graphs hold, which nodes read and write: below the nodes that use
+    # them, above the tools, which see only their records (tools/records.py).
+    ("state", ("graph.state",)),
+    # Rules, readers and the stateful tools (retriever, DM, QA cache, sentence graph),
+    # used by nodes and graphs and unaware of any graph or state.
+    ("tools", ("tools",)),
+    # The engines and data under everything: settings, errors and input checks, the
+    # corpus index and its stores, the LLM gateway, the DM's runtime, the encoders,
+    # checkpoints, tokens, and the prompts (text files read as data).
+    ("engines", ("app", "prompts")),
+]
+# Nodes import rules and tools, never each other: a helper two steps share is a tool.
+NO_IMPORTS_WITHIN = {"nodes"}
+
+
+def layer_of(module: str) -> str | None:
+    """The layer of a project module (None for a library)."""
+    named = [
+        (len(prefix), name)
+        for name, prefixes in LAYERS
+        for prefix in prefixes
+        if module == prefix or module.startswith(prefix + ".")
+    ]
+    return max(named)[1] if named else None
+
+
+def upward_imports(modules: dict[str, Path]) -> list[str]:
+    """`file:line (layer) imports module (layer)` for every import that points up a layer,
+    or from one node to another: at module top or inside a function, and under `if
+    TYPE_CHECKING:` too (a type names what it depends on)."""
+    rank = {name: len(LAYERS) - i for i, (name, _) in enumerate(LAYERS)}
+    found = []
+    for module, path in modules.items():
+        here = layer_of(module)
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = [_resolved(node.module, alias.name, modules) for alias in node.names]
+            else:
+                continue
+            for name in names:
+                there = layer_of(name)
+                if there is None or here is None:
+                    continue
+                within = here == there in NO_IMPORTS_WITHIN and module != name
+                if rank[there] > rank[here] or within:
+                    where = path.relative_to(ROOT)
+                    found.append(f"{where}:{node.lineno} ({here}) imports {name} ({there})")
+    return found
+
+
+def _resolved(module: str, name: str, modules: dict[str, Path]) -> str:
+    full = f"{module}.{name}"
+    return full if full in modules else module
+
+
+def test_imports_point_down_the_layers() -> None:
+    modules = _modules((*PACKAGES, "bench"))
+    assert layer_of("graph.state") == "state" and layer_of("graph.deft") == "graph"
+    assert all(layer_of(module) for module in modules), "a module outside every layer"
+    assert not upward_imports(modules)
 
 
 def test_serving_code_never_imports_training_code() -> None:
@@ -152,7 +246,7 @@ import json, sys
 from app.settings import Settings
 import app.cli, app.cli.ask
 from app.checkpoints import open_checkpointer
-from app.resources import Resources
+from graph.resources import Resources
 from graph.systems import build_system
 
 settings = Settings().with_overrides(index=sys.argv[1])

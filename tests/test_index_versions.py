@@ -119,7 +119,7 @@ def test_drop_waits_for_the_writer_then_removes_the_index_in_one_step(
 def test_a_server_opens_the_new_version_of_a_rebuilt_index_with_the_same_models(
     settings: Settings, tmp_path: Path, embedder, ner
 ) -> None:
-    from app.resources import ResourcePool
+    from graph.resources import ResourcePool
 
     name = "served"
     build_index(

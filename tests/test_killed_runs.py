@@ -23,8 +23,8 @@ from typing import Any
 import pytest
 
 from app.checkpoints import open_checkpointer, read_run
-from app.services import postgres_bin, postgres_server
 from app.settings import Settings
+from bench.services import postgres_bin, postgres_server
 from tests.conftest import ROOT, assert_user_error
 from tests.fake_endpoint import FakeEndpoint, fake_endpoint
 

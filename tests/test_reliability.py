@@ -314,7 +314,7 @@ def test_hostile_passages_turn_no_answer_and_poison_no_cache_entry(hostile_index
     answer = json.loads(asked.stdout)["answer"].lower()
     assert "farrengast" in answer and "quillfeather" not in answer
 
-    from tools.qa_cache import open_store
+    from app.index.qa_store import open_store
 
     store = open_store(settings, "hostile")
     rows = store.rows(fingerprint)

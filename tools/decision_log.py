@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 from langgraph.config import get_stream_writer
 
-from graph.state import Decision
+from tools.records import Decision
 
 T = TypeVar("T")
 

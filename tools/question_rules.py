@@ -19,8 +19,8 @@ opener list of `tools.comparison.asks_whether_same_value` differs from it.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import Stemmer
 
@@ -33,9 +33,7 @@ from app.settings import (
 from prompts import is_yes_no_question, load_lines, load_words
 from tools.answer_rules import contains_words, is_unknown, normalize_answer, says
 from tools.comparison import comparison_options, is_date, option_reached
-
-if TYPE_CHECKING:
-    from graph.state import DeftState, QARow
+from tools.records import QARow
 
 # --- Normalised questions and their words -------------------------------------------
 
@@ -298,8 +296,9 @@ def too_vague(sub_question: str, question: str, table: Sequence[QARow]) -> bool:
     return len(content_words(sub_question)) < NAMELESS_MIN_WORDS
 
 
-def rejection(sub_question: str, state: DeftState) -> str:
-    """Why a sub-question may not be asked (empty: it may). The whole question, reworded,
+def rejection(sub_question: str, state: Mapping[str, Any]) -> str:
+    """Why a sub-question may not be asked (empty: it may), given the run's state (DeFT's:
+    its question, QA table and unanswerable sub-questions). The whole question, reworded,
     is no sub-question; neither is one asked before (answered or not), nor one too vague
     to search for."""
     if not sub_question:
@@ -323,7 +322,7 @@ def rejection(sub_question: str, state: DeftState) -> str:
     return ""
 
 
-def next_plan_step(plan: list[str], state: DeftState) -> tuple[int, str]:
+def next_plan_step(plan: list[str], state: Mapping[str, Any]) -> tuple[int, str]:
     """The plan's first step past those the table has answered and those asked before,
     with the table's answers put in for "#k", that needs no answer still missing and
     passes `rejection`; with its position (-1 and "" when there is none). Before any

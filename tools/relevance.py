@@ -5,15 +5,13 @@ answer or the fallback reads."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from app.settings import ONE_RELEVANT_KEPT, STEP_FUSION_K, Settings
 from tools.decision import DecisionModel
 from tools.decision_log import decide, timed
+from tools.records import Decision
 from tools.retriever import by_score, fused_with_scores
-
-if TYPE_CHECKING:
-    from graph.state import Decision
 
 
 def fused_with_retrieval(scores: Sequence[float]) -> list[int]:

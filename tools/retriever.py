@@ -10,9 +10,9 @@ from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field
 
 from app.encoders.embeddings import Embedder
+from app.index.bm25 import BM25Index
 from app.index.store import CorpusIndex
 from app.settings import FUSION_DEPTH, RRF_K, RetrievalMode
-from tools.bm25 import BM25Index
 
 
 @dataclass(frozen=True)

@@ -3,15 +3,13 @@ sufficiency route, the graph's routers and the fallback's trace all ask the same
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import Any
 
 from app.settings import MAX_UNANSWERED
 
-if TYPE_CHECKING:
-    from graph.state import DeftState
 
-
-def loop_end(state: DeftState, max_steps: int) -> str:
+def loop_end(state: Mapping[str, Any], max_steps: int) -> str:
     """Why the loop stops with a table that does not suffice ("" while it goes on): T
     steps taken, or `MAX_UNANSWERED` sub-questions that found no answer (the steps a loop
     takes after its second dead end seldom find the chain)."""

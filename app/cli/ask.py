@@ -238,7 +238,7 @@ def _run(
     # damaged one), or a thread already running, is reported before any model loads.
     with open_checkpointer(settings, running=thread_id) as saver:
         # lazy: the models and the graph (chromadb, langchain, onnxruntime)
-        from app.resources import Resources
+        from graph.resources import Resources
         from graph.systems import build_system
 
         resources = Resources.open(settings, settings.index)

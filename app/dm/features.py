@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from app.dm.calibration import Platt, sigmoid
-from tools.title_links import title_links, titles_named
+from app.index.title_links import title_links, titles_named
 
 DM_DIR = Path(__file__).resolve().parents[1] / "data" / "dm"
 DM_VERSION = "minilm-lora-1"

@@ -17,7 +17,7 @@ import json
 import random
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +53,7 @@ from app.dm.features import (
     question_rel_inputs,
 )
 from app.dm.runtime import RUNTIME_VERSION, load_runtimes, tokenise
-from app.dm.torch_model import CrossEncoder, device, new_model
+from app.dm.torch_model import CrossEncoder, Recipe, device, new_model
 from app.encoders.embeddings import Embedder
 from app.errors import UserError
 
@@ -77,25 +77,6 @@ DEPTH_DEEP_WEIGHT = 2.0
 DEPTH_L2 = 1.0
 SEED = 13
 LOSS_WINDOW = 100  # batches per point of the loss curve training.json keeps
-
-
-@dataclass(frozen=True)
-class Recipe:
-    """How the cross-encoder is trained; the default is the shipped DM's recipe, sized so
-    that `hoprag dm train` finishes within an hour on a 2-core CPU."""
-
-    epochs: float = 1.5
-    learning_rate: float = 5e-4
-    batch_size: int = 16
-    lora: dict[str, Any] | None = field(
-        default_factory=lambda: {"r": 16, "lora_alpha": 32, "lora_dropout": 0.05}
-    )  # None: fine-tune every weight instead (kept for comparisons)
-    warmup_steps: int = 50
-    # Gradient-norm clipping. Without it, a run on this CPU (same data builder and seed,
-    # one run each) gave `rel` a dev AUC of 0.843 (sub-question queries 0.680) while
-    # `suff` and `depth` fit; with it 0.957 (0.989), as good as the GPU-trained adapter
-    # (docs/BENCHMARKS.md, "training from scratch"). None turns it off.
-    max_grad_norm: float | None = 1.0
 
 
 def length_buckets(data: Sequence[DMExample], batch_size: int) -> list[list[DMExample]]:

@@ -42,8 +42,8 @@ from app.index.corpus import fingerprint, load_corpus
 from app.index.indexing import build_index
 from app.index.store import CorpusIndex
 from app.llm.gateway import LLMGateway
-from app.resources import Resources
 from app.settings import DEFT_SETTINGS, Settings
+from graph.resources import Resources
 from graph.systems import build_system
 from prompts import load_prompt
 from tools.answer_rules import UNKNOWN, normalize_answer

@@ -27,6 +27,7 @@ from tqdm import tqdm
 from app.checks import check_name
 from app.encoders.embeddings import Embedder
 from app.errors import UserError
+from app.index.bm25 import build_bm25
 from app.index.corpus import Passage, fingerprint, load_corpus, passage_text
 from app.index.graph_build import build_sentence_graph, previous_vectors
 from app.index.nlp import Analysis, SentenceNER
@@ -41,7 +42,6 @@ from app.index.store import (
 )
 from app.index.versions import name_lock, new_version, settle
 from app.settings import SPACY_MODEL, Settings
-from tools.bm25 import build_bm25
 
 
 @dataclass

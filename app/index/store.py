@@ -309,7 +309,7 @@ def drop_index(settings: Settings, name: str) -> Path:
         if current is None:  # dropped while this one waited
             raise missing
         if settings.postgres_url:  # the shared cache: this index's rows (first: it may be down)
-            from tools.qa_cache import PostgresStore
+            from app.index.qa_store import PostgresStore
 
             store = PostgresStore(settings.postgres_url, name)
             store.clear()

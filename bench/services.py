@@ -36,7 +36,7 @@ from typing import Any
 
 from app.llm.engine import free_port
 
-SOURCE = Path(__file__).resolve().parents[1]  # the folder holding this `app` package
+SOURCE = Path(__file__).resolve().parents[1]  # the checkout: the folder holding `app`
 POSTGRES_ROLE = "hoprag"
 POSTGRES_START_TIMEOUT_S = 60
 CHROMA_START_TIMEOUT_S = 60
