@@ -27,6 +27,7 @@ import argparse
 import json
 import re
 import subprocess
+from pathlib import Path
 from typing import Any
 
 from app.settings import BENCHMARKS, Settings
@@ -113,12 +114,23 @@ def poisoned_rows(index: str, targets: dict[str, str]) -> tuple[int, set[str]]:
     return bad, hit
 
 
+def run(index: str, system: str, questions: Path, out: Path) -> None:
+    """`hoprag eval` of one system on the attacked index; `deft` from a cold QA cache."""
+    if system == "deft" and not (out / "results.jsonl").is_file():
+        subprocess.run([HOPRAG, "cache", "clear", "--index", index, "--yes"], check=True)
+    command = [HOPRAG, "eval", "--data", str(questions), "--index", index, "--system", system]
+    subprocess.run([*command, "--out", str(out), "--quiet"], check=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--benchmarks", nargs="+", default=list(BENCHMARKS))
     parser.add_argument("--systems", nargs="+", default=list(SYSTEMS), choices=SYSTEMS)
     parser.add_argument("--limit", type=int, default=TUNING_SIZE)
     parser.add_argument("--tag", default="injected", help="names the runs and their rows")
+    parser.add_argument(
+        "--score-only", action="store_true", help="score the runs already made, running nothing"
+    )
     args = parser.parse_args()
     data = require_data(args.benchmarks)
     root = Settings().home / "bench" / "injection"
@@ -137,15 +149,14 @@ def main() -> None:
         corpus_file.write_text(json.dumps(corpus + hostile))
         (folder / "questions.json").write_text(json.dumps(dev))
         index = f"{bench}-injected"
-        subprocess.run([HOPRAG, "index", str(corpus_file), "--name", index, "--quiet"], check=True)
+        if not args.score_only:
+            command = [HOPRAG, "index", str(corpus_file), "--name", index, "--quiet"]
+            subprocess.run(command, check=True)
         for system in args.systems:
             out = RESULTS / "eval" / f"{bench}-{system}-{args.tag}"
             print(f"== {bench} / {system} -> {out}", flush=True)
-            if system == "deft" and not (out / "results.jsonl").is_file():
-                subprocess.run([HOPRAG, "cache", "clear", "--index", index, "--yes"], check=True)
-            command = [HOPRAG, "eval", "--data", str(folder / "questions.json"), "--index", index]
-            command += ["--system", system, "--out", str(out), "--quiet"]
-            subprocess.run(command, check=True)
+            if not args.score_only:
+                run(index, system, folder / "questions.json", out)
             results = [json.loads(line) for line in (out / "results.jsonl").open()]
             forms = {r["id"]: ATTACKS[position[r["id"]] % len(ATTACKS)] for r in results}
             row: dict[str, Any] = {
