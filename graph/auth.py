@@ -91,3 +91,12 @@ async def shared_assistants(ctx: Auth.types.AuthContext, value: Any) -> None:
             detail="assistants are the graphs of langgraph.json; send settings in a run's "
             "context instead",
         )
+
+
+@auth.on.crons
+async def no_crons(ctx: Auth.types.AuthContext, value: Any) -> None:
+    """Scheduled runs are off: hoprag answers a question when one is asked, and a cron
+    would run graphs, and spend the model, with nobody waiting for the answer."""
+    raise Auth.exceptions.HTTPException(
+        status_code=403, detail="scheduled runs (crons) are off on this server"
+    )

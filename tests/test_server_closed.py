@@ -1,6 +1,7 @@
 """`hoprag serve` closed by default, against the real dev server: a page of an origin not
 in HOPRAG_CORS_ORIGINS gets no CORS grant and starts nothing, endpoints the graphs do
-not need are off, and a request out of range gets a 422 and stores no run."""
+not need are off (scheduled runs too), and a request out of range gets a 422 and stores
+no run."""
 
 from __future__ import annotations
 
@@ -59,6 +60,16 @@ def test_endpoints_the_graphs_do_not_need_are_off(server_url: str) -> None:
         for path in ("/mcp", "/a2a/deft", "/store/items", "/store/namespaces", "/ui/deft"):
             assert http.post(path, json={}).status_code == 404, path
         assert http.get("/info").status_code == 200  # what the SDK and Studio read
+    client = get_sync_client(url=server_url)
+    thread = client.threads.create()["thread_id"]
+    with httpx.Client(base_url=server_url, timeout=60) as http:
+        for path, body in (
+            ("/runs/crons", {"assistant_id": "deft", "schedule": "* * * * *"}),
+            (f"/threads/{thread}/runs/crons", {"assistant_id": "deft", "schedule": "* * * * *"}),
+            ("/runs/crons/search", {}),
+        ):
+            refused = http.post(path, json=body)
+            assert refused.status_code == 403 and "crons" in refused.text, (path, refused.text)
 
 
 def test_out_of_range_settings_give_one_422_line_and_store_no_run(server_url: str) -> None:
