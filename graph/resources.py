@@ -19,6 +19,25 @@ from tools.retriever import Retriever
 from tools.sentence_graph import SentenceGraph
 
 
+@dataclass(frozen=True)
+class Models:
+    """What every index of a process shares: one chat model (one embedded llama-server),
+    one embedder, one trained DM and one bank of worked examples."""
+
+    gateway: LLMGateway
+    embedder: Embedder
+    trained: TrainedDM | None
+    examples: ExampleBank
+
+    @classmethod
+    def load(cls, settings: Settings) -> Models:
+        embedder = Embedder(settings.runtime_dir)
+        trained = (
+            TrainedDM.load(DM_DIR, settings.runtime_dir, embedder) if settings.trained_dm else None
+        )
+        return cls(LLMGateway(settings), embedder, trained, ExampleBank(embedder))
+
+
 @dataclass
 class Resources:
     settings: Settings
@@ -31,53 +50,37 @@ class Resources:
     sentence_graph: SentenceGraph | None = None
 
     @classmethod
-    def open(cls, settings: Settings, index_name: str) -> Resources:
-        """Open the index first (cheap, fails fast on a bad name), then load models."""
+    def open(cls, settings: Settings, index_name: str, models: Models | None = None) -> Resources:
+        """Open the index first (cheap, fails fast on a bad name), then load the models
+        unless a process's shared `models` are given."""
         index = CorpusIndex.open(settings, index_name)
-        embedder = Embedder(settings.runtime_dir)
-        trained = (
-            TrainedDM.load(DM_DIR, settings.runtime_dir, embedder) if settings.trained_dm else None
-        )
-        return cls._over(
-            settings, index, LLMGateway(settings), embedder, trained, ExampleBank(embedder)
-        )
+        return cls._over(settings, index, models or Models.load(settings))
 
     @classmethod
-    def _over(
-        cls,
-        settings: Settings,
-        index: CorpusIndex,
-        gateway: LLMGateway,
-        embedder: Embedder,
-        trained: TrainedDM | None,
-        examples: ExampleBank,
-    ) -> Resources:
+    def _over(cls, settings: Settings, index: CorpusIndex, models: Models) -> Resources:
         """The models put together with the stores of one opened index."""
-        cache = QACache.open(settings, index.name, index.manifest["fingerprint"], embedder)
-        dm = DecisionModel(gateway, embedder, index=index, trained=trained)
+        cache = QACache.open(settings, index.name, index.manifest["fingerprint"], models.embedder)
+        dm = DecisionModel(models.gateway, models.embedder, index=index, trained=models.trained)
         return cls(
             settings,
-            gateway,
+            models.gateway,
             index,
-            Retriever(index, embedder, settings.retrieval),
+            Retriever(index, models.embedder, settings.retrieval),
             dm,
             cache,
-            examples,
-            SentenceGraph.open(index, embedder, dm),
+            models.examples,
+            SentenceGraph.open(index, models.embedder, dm),
         )
+
+    @property
+    def models(self) -> Models:
+        return Models(self.gateway, self.retriever.embedder, self.dm.trained, self.examples)
 
     def reopened(self) -> Resources:
         """The same models over the index's current version, for a server whose index
         was rebuilt; these resources are left as they are to the runs still using them."""
         index = CorpusIndex.open(self.settings, self.index.name)
-        return self._over(
-            self.settings,
-            index,
-            self.gateway,
-            self.retriever.embedder,
-            self.dm.trained,
-            self.examples,
-        )
+        return self._over(self.settings, index, self.models)
 
     def close(self) -> None:
         self.gateway.close()
@@ -89,19 +92,23 @@ class Resources:
 class ResourcePool:
     """Resources per index for a long-lived server: each opened once per process, by the
     first run that needs it, in a worker thread so that the event loop never blocks on
-    model loading (concurrent first runs wait for the same opening). A run that finds
-    the index's link pointing at another version (`hoprag index` or `graph build` wrote
-    one) gets that version's stores, with the same models."""
+    model loading (concurrent first runs wait for the same opening). Every index shares
+    the process's models, so a new `configurable.index` opens stores, not another chat
+    model server. A run that finds the index's link pointing at another version
+    (`hoprag index` or `graph build` wrote one) gets that version's stores."""
 
     settings: Settings
     _opened: dict[str, Resources] = field(default_factory=dict)
+    _models: Models | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def get(self, index: str) -> Resources:
         with self._lock:
             opened = self._opened.get(index)
             if opened is None:
-                opened = Resources.open(self.settings.with_overrides(index=index), index)
+                settings = self.settings.with_overrides(index=index)
+                opened = Resources.open(settings, index, self._models)
+                self._models = opened.models
             elif opened.index.path != (self.settings.indexes_dir / index).resolve():
                 opened = opened.reopened()
             self._opened[index] = opened

@@ -116,7 +116,7 @@ def test_drop_waits_for_the_writer_then_removes_the_index_in_one_step(
     assert not (root / "old-style").exists()
 
 
-def test_a_server_opens_the_new_version_of_a_rebuilt_index_with_the_same_models(
+def test_a_server_opens_a_rebuilt_or_another_index_with_the_same_models(
     settings: Settings, tmp_path: Path, embedder, ner
 ) -> None:
     from graph.resources import ResourcePool
@@ -137,6 +137,12 @@ def test_a_server_opens_the_new_version_of_a_rebuilt_index_with_the_same_models(
     assert second.gateway is first.gateway
     assert second.retriever.embedder is first.retriever.embedder
     assert second.qa_cache.fingerprint == second.index.manifest["fingerprint"]
+    build_index(
+        settings, _corpus(tmp_path, SMALL - 1), "other", progress=False, embedder=embedder, ner=ner
+    )
+    other = pool.get("other")  # another index: its own stores, the process's models
+    assert other.index.name == "other" and other.qa_cache is not first.qa_cache
+    assert other.models == first.models
     drop_index(settings, name)
     with pytest.raises(UserError, match="no index named 'served'"):
         pool.get(name)
