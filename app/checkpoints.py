@@ -248,35 +248,58 @@ def _due(checkpoint: Any) -> list[str]:
     ]
 
 
+def _namespace(checkpoint: Any) -> str:
+    """The checkpoint's namespace: "" for the graph's own, "<node>:<task id>" for those of
+    a subgraph that the graph's node ran (DeFT's hop)."""
+    return str(checkpoint.config["configurable"].get("checkpoint_ns") or "")
+
+
 def read_run(saver: BaseCheckpointSaver, thread_id: str) -> RunRecord:
     """The thread's last run: each node with its writes, the state it ended in, and the
-    nodes still due if it stopped early. Reads the checkpoints alone: no model loads."""
-    history = list(saver.list({"configurable": {"thread_id": thread_id}}))[::-1]
-    if not history:
+    nodes still due if it stopped early. Reads the checkpoints alone: no model loads.
+
+    A subgraph run as a node (DeFT's hop) checkpoints under a namespace of its own: its
+    steps are listed where they ran, in place of the node that ran them (whose writes
+    only repeat theirs), and a run stopped inside it is due at the subgraph's next step.
+    Checkpoint ids grow with time, so sorting by them interleaves the namespaces."""
+    history = sorted(
+        saver.list({"configurable": {"thread_id": thread_id}}), key=lambda t: t.checkpoint["id"]
+    )
+    runs = [t for t in history if not _namespace(t)]
+    if not runs:
         raise no_such_run(thread_id)
-    starts = [i for i, t in enumerate(history) if t.metadata.get("source") == "input"]
-    turn = history[starts[-1] if starts else 0 :]
-    record = RunRecord(thread_id, dict(turn[-1].metadata or {}))
+    starts = [i for i, t in enumerate(runs) if t.metadata.get("source") == "input"]
+    first = runs[starts[-1] if starts else 0].checkpoint["id"]
+    turn = [t for t in history if t.checkpoint["id"] >= first]
+    subgraphs = {_namespace(t).split(":")[0] for t in turn if _namespace(t)}
+    last = {_namespace(t): t for t in turn}  # each namespace's last checkpoint
+    record = RunRecord(thread_id, dict(runs[-1].metadata or {}))
     for checkpoint in turn:
-        due = _due(checkpoint)
+        due, inside = _due(checkpoint), _namespace(checkpoint)
+        if not due or (not inside and due[0] in subgraphs):
+            continue
         update = {
             channel: _plain(value)
             for _, channel, value in checkpoint.pending_writes or []
             if not channel.startswith(BRANCH) and not channel.startswith("__")
         }
-        if due and (update or checkpoint is not turn[-1]):
+        if update or checkpoint is not last[inside]:
             record.steps.append(Step(due[0], update))
-    record.values = dict(turn[-1].checkpoint["channel_values"])
-    record.pending = _due(turn[-1])
+    record.values = dict(runs[-1].checkpoint["channel_values"])
+    record.pending = _due(runs[-1])
+    if record.pending and _namespace(turn[-1]) and _due(turn[-1]):
+        record.pending = _due(turn[-1])  # stopped inside a subgraph: its next step
     return record
 
 
 def read_server_run(url: str, thread_id: str) -> RunRecord:
     """The thread's last run on a LangGraph server (`hoprag serve`), which keeps its own
     threads: the same record as `read_run`, from the thread's state history (each state's
-    tasks carry the writes of the node that ran)."""
+    tasks carry the writes of the node that ran; a task that ran a subgraph names the
+    subgraph's checkpoint namespace, whose history gives its steps)."""
+    client = get_sync_client(url=url)
     try:
-        history = get_sync_client(url=url).threads.get_history(thread_id, limit=1000)[::-1]
+        history = client.threads.get_history(thread_id, limit=1000)[::-1]
     except httpx.HTTPStatusError as exc:
         if exc.response.status_code in (404, 422):
             raise no_such_run(thread_id) from None
@@ -294,11 +317,27 @@ def read_server_run(url: str, thread_id: str) -> RunRecord:
     metadata.setdefault("system", metadata.get("graph_id", "?"))
     metadata.setdefault("index", "(the server's default)")
     record = RunRecord(thread_id, metadata)
-    for state in turn:
-        for task in state["tasks"]:
-            if task.get("result") is not None and not task["name"].startswith("__"):
-                update = {k: _plain(v) for k, v in task["result"].items()}
-                record.steps.append(Step(task["name"], update))
+    record.steps = _server_steps(client, thread_id, turn)
     record.values = dict(turn[-1]["values"])
     record.pending = list(turn[-1]["next"])
     return record
+
+
+def _server_steps(client: Any, thread_id: str, history: list[dict[str, Any]]) -> list[Step]:
+    """The steps of a server thread's states, oldest first: a task's writes, or in place
+    of a task that ran a subgraph (DeFT's hop) the steps of the subgraph's own history."""
+    steps = []
+    for state in history:
+        for task in state["tasks"]:
+            if task["name"].startswith("__"):
+                continue
+            namespace = (task.get("checkpoint") or {}).get("checkpoint_ns")
+            if namespace:
+                inner = client.threads.get_history(
+                    thread_id, limit=1000, checkpoint={"checkpoint_ns": namespace}
+                )
+                steps += _server_steps(client, thread_id, inner[::-1])
+            elif task.get("result") is not None:
+                update = {k: _plain(v) for k, v in task["result"].items()}
+                steps.append(Step(task["name"], update))
+    return steps

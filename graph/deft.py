@@ -1,18 +1,20 @@
 """The DeFT graph (docs/method.md section 1): an explicit state machine whose every step is a node
-and whose every yes/no choice is a decision-model judgement, routed by named edges."""
+and whose every yes/no choice is a decision-model judgement, routed by named edges. One step
+of the sub-question loop is a subgraph of its own (`build_hop`), which the turn's graph
+(`build_deft`) runs as its node `hop`."""
 
 from __future__ import annotations
 
 from functools import partial
 from typing import Any, Literal
 
-from langgraph.graph import StateGraph
+from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 
 from app.settings import Settings
 from graph.resources import Resources
-from graph.state import DeftState, InputState
+from graph.state import DeftState, InputState, StepInput, StepState
 from graph.turn import REPLY, add_turn
 from nodes.answer import answer_sub_question
 from nodes.cache import lookup_qa_cache
@@ -29,25 +31,24 @@ from nodes.sufficiency import check_sufficiency
 from tools.answer_rules import is_unknown
 from tools.step_limits import loop_end
 
-
-def route_after_direct_check(state: DeftState) -> Literal["answer_directly", "write_sub_question"]:
-    return "answer_directly" if state.get("direct") else "write_sub_question"
+HOP = "hop"  # the parent's node that runs one step of the loop: the hop subgraph
 
 
-def route_after_sub_question(
-    state: DeftState,
-) -> Literal["guard_self_contained", "fallback_answer"]:
-    """No acceptable sub-question (even after one retry): go to the fallback now. The
-    writer runs at temperature 0, so the same state would only yield the same rejected
-    question again and burn the remaining steps."""
-    return "guard_self_contained" if state.get("sub_question") else "fallback_answer"
+def route_after_direct_check(state: DeftState) -> Literal["answer_directly", "hop"]:
+    return "answer_directly" if state.get("direct") else HOP
 
 
-def route_after_cache(state: DeftState) -> Literal["update_qa_table", "retrieve_for_sub_question"]:
+def route_after_sub_question(state: StepState) -> Literal["guard_self_contained", "__end__"]:
+    """No acceptable sub-question (even after one retry): the step ends here, and the
+    turn goes to the fallback (`route_after_hop`)."""
+    return "guard_self_contained" if state.get("sub_question") else END
+
+
+def route_after_cache(state: StepState) -> Literal["update_qa_table", "retrieve_for_sub_question"]:
     return "update_qa_table" if state.get("cache_hit") else "retrieve_for_sub_question"
 
 
-def can_expand(state: DeftState, runtime: Runtime[Settings], graph_available: bool) -> bool:
+def can_expand(state: StepState, runtime: Runtime[Settings], graph_available: bool) -> bool:
     """A sentence graph is there, expansion is on, and this step has a reason to expand."""
     return (
         graph_available and Settings.of(runtime).graph_expansion and bool(expansion_reason(state))
@@ -55,21 +56,28 @@ def can_expand(state: DeftState, runtime: Runtime[Settings], graph_available: bo
 
 
 def route_after_filter(
-    state: DeftState, runtime: Runtime[Settings], *, graph_available: bool
+    state: StepState, runtime: Runtime[Settings], *, graph_available: bool
 ) -> Literal["expand_from_graph", "select_evidence"]:
     """Nothing relevant retrieved: walk the sentence graph before reading, so the step
     reads once (what the walk found, or else the top retrieved passages), not twice."""
     return "expand_from_graph" if can_expand(state, runtime, graph_available) else "select_evidence"
 
 
+def route_after_hop(state: DeftState) -> Literal["check_sufficiency", "fallback_answer"]:
+    """The step could ask no sub-question: go to the fallback now. The writer runs at
+    temperature 0, so the same state would only yield the same rejected question again
+    and burn the remaining steps."""
+    return "check_sufficiency" if state.get("sub_question") else "fallback_answer"
+
+
 def route_after_sufficiency(
     state: DeftState, runtime: Runtime[Settings]
-) -> Literal["answer_from_qa_table", "write_sub_question", "fallback_answer"]:
+) -> Literal["answer_from_qa_table", "hop", "fallback_answer"]:
     if state.get("sufficient"):
         return "answer_from_qa_table"
     if loop_end(state, Settings.of(runtime).max_steps):
         return "fallback_answer"
-    return "write_sub_question"
+    return HOP
 
 
 def route_after_final_answer(state: DeftState) -> Literal["fallback_answer", "reply"]:
@@ -79,24 +87,21 @@ def route_after_final_answer(state: DeftState) -> Literal["fallback_answer", "re
     return "fallback_answer" if is_unknown(state.get("answer") or "") else REPLY
 
 
-def build_deft(resources: Resources, checkpointer: Any = None) -> CompiledStateGraph:
-    dm, gateway, retriever, cache, index = (
+def build_hop(resources: Resources) -> CompiledStateGraph:
+    """One step of the sub-question loop (docs/method.md, steps 3.1-3.8) as a graph of its
+    own: write the sub-question, guard it, look it up in the QA cache, or else retrieve,
+    filter, expand, select sentences and answer; then update the QA table. It starts from
+    the turn's `StepInput`, so nothing of one step is left for the next, and the turn
+    keeps of its state what the two share (`StepState`). Compiled without a checkpointer:
+    as the turn's node it saves into the turn's checkpointer, under its own namespace, so
+    a killed run resumes inside a step."""
+    dm, gateway, retriever, cache = (
         resources.dm,
         resources.gateway,
         resources.retriever,
         resources.qa_cache,
-        resources.index,
     )
-    builder = StateGraph(DeftState, context_schema=Settings, input_schema=InputState)
-    add_turn(builder, resources, first="retrieve_question_passages")
-    builder.add_node(
-        "retrieve_question_passages", partial(retrieve_question_passages, retriever=retriever)
-    )
-    builder.add_node("check_direct_answer", partial(check_direct_answer, dm=dm))
-    builder.add_node(
-        "answer_directly",
-        partial(answer_directly, dm=dm, gateway=gateway, index=index),
-    )
+    builder = StateGraph(StepState, context_schema=Settings, input_schema=StepInput)
     builder.add_node(
         "write_sub_question",
         partial(write_sub_question, gateway=gateway, examples=resources.examples),
@@ -107,19 +112,11 @@ def build_deft(resources: Resources, checkpointer: Any = None) -> CompiledStateG
         "retrieve_for_sub_question", partial(retrieve_for_sub_question, retriever=retriever)
     )
     builder.add_node("filter_relevant", partial(filter_relevant, dm=dm))
-    builder.add_node("select_evidence", partial(select_evidence, dm=dm, index=index))
+    builder.add_node("select_evidence", partial(select_evidence, dm=dm, index=resources.index))
     builder.add_node("answer_sub_question", partial(answer_sub_question, gateway=gateway))
     builder.add_node("update_qa_table", partial(update_qa_table, cache=cache))
-    builder.add_node("check_sufficiency", partial(check_sufficiency, dm=dm))
-    builder.add_node("answer_from_qa_table", partial(answer_from_qa_table, gateway=gateway))
-    builder.add_node(
-        "fallback_answer",
-        partial(fallback_answer, retriever=retriever, dm=dm, gateway=gateway, index=index),
-    )
 
-    builder.add_edge("retrieve_question_passages", "check_direct_answer")
-    builder.add_conditional_edges("check_direct_answer", route_after_direct_check)
-    builder.add_edge("answer_directly", REPLY)
+    builder.add_edge(START, "write_sub_question")
     builder.add_conditional_edges("write_sub_question", route_after_sub_question)
     builder.add_edge("guard_self_contained", "lookup_qa_cache")
     builder.add_conditional_edges("lookup_qa_cache", route_after_cache)
@@ -135,7 +132,41 @@ def build_deft(resources: Resources, checkpointer: Any = None) -> CompiledStateG
     )
     builder.add_edge("select_evidence", "answer_sub_question")
     builder.add_edge("answer_sub_question", "update_qa_table")
-    builder.add_edge("update_qa_table", "check_sufficiency")
+    builder.add_edge("update_qa_table", END)
+    return builder.compile(name=HOP)
+
+
+def build_deft(resources: Resources, checkpointer: Any = None) -> CompiledStateGraph:
+    """The turn: retrieve for Q, the direct-answer check, then steps of the hop subgraph
+    until the QA table suffices (LLM_fin) or the loop ends (the fallback)."""
+    dm, gateway, retriever, index = (
+        resources.dm,
+        resources.gateway,
+        resources.retriever,
+        resources.index,
+    )
+    builder = StateGraph(DeftState, context_schema=Settings, input_schema=InputState)
+    add_turn(builder, resources, first="retrieve_question_passages")
+    builder.add_node(
+        "retrieve_question_passages", partial(retrieve_question_passages, retriever=retriever)
+    )
+    builder.add_node("check_direct_answer", partial(check_direct_answer, dm=dm))
+    builder.add_node(
+        "answer_directly",
+        partial(answer_directly, dm=dm, gateway=gateway, index=index),
+    )
+    builder.add_node(HOP, build_hop(resources))
+    builder.add_node("check_sufficiency", partial(check_sufficiency, dm=dm))
+    builder.add_node("answer_from_qa_table", partial(answer_from_qa_table, gateway=gateway))
+    builder.add_node(
+        "fallback_answer",
+        partial(fallback_answer, retriever=retriever, dm=dm, gateway=gateway, index=index),
+    )
+
+    builder.add_edge("retrieve_question_passages", "check_direct_answer")
+    builder.add_conditional_edges("check_direct_answer", route_after_direct_check)
+    builder.add_edge("answer_directly", REPLY)
+    builder.add_conditional_edges(HOP, route_after_hop)
     builder.add_conditional_edges("check_sufficiency", route_after_sufficiency)
     builder.add_conditional_edges("answer_from_qa_table", route_after_final_answer)
     builder.add_edge("fallback_answer", REPLY)

@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 from types import SimpleNamespace
 
-from graph.deft import build_deft
+from graph.deft import HOP, build_deft
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 BEGIN, END = "<!-- deft-graph:begin -->", "<!-- deft-graph:end -->"
@@ -19,8 +19,10 @@ BEGIN, END = "<!-- deft-graph:begin -->", "<!-- deft-graph:end -->"
 
 def deft_mermaid() -> str:
     """Compile the DeFT graph with placeholder resources (drawing runs no node) and a
-    sentence graph present, so the expansion step is in the picture. Edges only: GitHub
-    draws the nodes from them, and the README stays short."""
+    sentence graph present, so the expansion step is in the picture, and draw it with the
+    hop subgraph's nodes inside it. Edges only: GitHub draws the nodes from them, and the
+    README stays short. LangGraph names an inner node `hop\\3a<node>` (an escaped colon);
+    the picture shows `<node>` inside the `hop` box, and the hop's end as `hop_done`."""
     placeholders = SimpleNamespace(
         settings=None,
         gateway=None,
@@ -31,7 +33,10 @@ def deft_mermaid() -> str:
         examples=None,
         sentence_graph=object(),
     )
-    return build_deft(placeholders).get_graph().draw_mermaid(with_styles=False).strip()  # type: ignore[arg-type]
+    graph = build_deft(placeholders).get_graph(xray=1)  # type: ignore[arg-type]
+    mermaid = graph.draw_mermaid(with_styles=False).strip()
+    mermaid = mermaid.replace(f"{HOP}\\3a__end__", f"{HOP}_done")
+    return mermaid.replace(f"{HOP}\\3a", "")
 
 
 def readme_block(mermaid: str) -> str:

@@ -1,6 +1,7 @@
-"""Graph states. Reducers are explicit: `messages` and `thoughts` append, everything else
-replaces. A thread keeps its state between runs (chat turns): `fresh_turn` clears
-everything but the conversation at the start of each turn."""
+"""Graph states. Reducers are explicit: `messages`, `thoughts`, `decisions` and `notes`
+append, `passages` merge, everything else replaces. A thread keeps its state between runs
+(chat turns): `fresh_turn` clears everything but the conversation at the start of each
+turn."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from langgraph.graph.message import add_messages
 from langgraph.types import Overwrite
 
 from app.index.corpus import excerpt
-from tools.records import Decision, QARow
+from tools.records import CacheHit, Decision, Note, Passage, Rejection, Row
 
 
 class InputState(TypedDict, total=False):
@@ -50,7 +51,7 @@ def fresh_turn(schema: type) -> dict[str, Any]:
 class ReadState(TurnState, total=False):
     """Retrieve-then-read: the passages fed to the reader and its answer."""
 
-    passages: list[dict[str, Any]]
+    passages: list[Passage]
     answer: str
 
 
@@ -61,9 +62,7 @@ class IterativeState(ReadState, total=False):
     rounds: int
 
 
-def merge_passages(
-    old: list[dict[str, Any]] | None, new: list[dict[str, Any]] | None
-) -> list[dict[str, Any]]:
+def merge_passages(old: list[Passage] | None, new: list[Passage] | None) -> list[Passage]:
     """Union by passage id, first reading first: everything an LLM was given to read.
     Excerpts of one passage (their `sentences`, tools/evidence.py) merge by sentence; a
     whole passage read once covers every excerpt of it."""
@@ -80,38 +79,72 @@ def merge_passages(
     return list(merged.values())
 
 
-class DeftState(TurnState, total=False):
-    """The DeFT state machine (docs/method.md section 1). The LLM never tracks state: this does."""
+class StepInput(TypedDict, total=False):
+    """What one step of the sub-question loop reads of the turn (graph/deft.py: the hop
+    subgraph): the question, the QA table and the unanswerable sub-questions so far, the
+    step counter, the decomposition, and the last step's sub-question."""
 
-    question_passages: list[dict[str, Any]]  # R_w(Q)
-    question_retrieval: list[float]  # Retriever.retrieval_signals of the search for R_w(Q)
-    direct: bool
+    question: str
     hop: int  # t, the sub-question step counter
-    sub_question: str
-    written_by: str  # writer | writer, told why | decomposition (the writer's tries failed)
+    sub_question: str  # the last step's; the step replaces it with its own
     plan: list[str]  # ChainRAG's decomposition, made once (first step, or the writer failing)
     plan_step: int  # plan steps before this one were asked already (answered or not)
-    rejected: list[dict[str, str]]  # this step's candidate sub-questions the rules refused, why
+    qa_table: list[Row]
+    unanswerable: list[str]
+
+
+class StepState(TypedDict, total=False):
+    """One step of the sub-question loop (docs/method.md, steps 3.1-3.8). A step starts
+    from the turn's `StepInput` alone, so what one step found never reaches the next: the
+    keys from `written_by` to `sub_answer` exist only while the step runs. Inside a step
+    the table and the lists grow by their reducers, and `decisions` and `passages` start
+    empty. The step's output is this whole state, as a subgraph streams only its output
+    keys and the trace shows each step's; the turn keeps the keys it shares with it (the
+    whole table and lists, which replace its own; this step's decisions and passages,
+    which join its own) and drops the rest."""
+
+    question: str
+    hop: int
+    sub_question: str
+    plan: list[str]
+    plan_step: int
+    written_by: str  # writer | writer, told why | decomposition | the question itself
+    rejected: list[Rejection]  # this step's candidate sub-questions the rules refused
     rewritten_from: str
-    cache_hit: dict[str, Any] | None
-    retrieved: list[dict[str, Any]]  # R_w(q_t)
-    kept: list[dict[str, Any]]
-    evidence: list[dict[str, Any]]  # the kept passages' sentences the step reads
+    cache_hit: CacheHit | None
+    retrieved: list[Passage]  # R_w(q_t)
+    kept: list[Passage]
+    evidence: list[Passage]  # the kept passages' sentences the step reads
     relevant_found: bool  # some retrieved passage passed tau_rel this step
     expansion: dict[str, Any] | None  # the sentence-graph expansion of this step, if any
     sub_answer: str
-    qa_table: Annotated[list[QARow], operator.add]
+    qa_table: Annotated[list[Row], operator.add]
     unanswerable: Annotated[list[str], operator.add]
+    decisions: Annotated[list[Decision], operator.add]
+    passages: Annotated[list[Passage], merge_passages]
+
+
+class DeftState(TurnState, total=False):
+    """The DeFT state machine (docs/method.md section 1): what a turn keeps. The LLM never
+    tracks state: this does. Each step of the sub-question loop runs in the hop subgraph
+    (`StepState`) and hands back the whole table and lists, which replace these."""
+
+    question_passages: list[Passage]  # R_w(Q)
+    question_retrieval: list[float]  # Retriever.retrieval_signals of the search for R_w(Q)
+    direct: bool
+    hop: int  # t, the sub-question step counter
+    sub_question: str  # the last step's sub-question ("" when none could be asked)
+    plan: list[str]
+    plan_step: int
+    qa_table: list[Row]
+    unanswerable: list[str]
     sufficient: bool
     decisions: Annotated[list[Decision], operator.add]
-    passages: Annotated[list[dict[str, Any]], merge_passages]
+    passages: Annotated[list[Passage], merge_passages]
     answer: str
     answer_passage_ids: list[int]
     comparison: dict[str, Any] | None  # a comparison decided by rule from the table
-    past_the_bridge: dict[str, Any] | None  # LLM_fin's bridge answer the chain went past
-    fallback_question: str  # Q with the table's answers in place: what the fallback reads for
-    fallback_reason: str  # why the loop handed over to the fallback
-    echoed_answer: str  # the fallback's first answer, which only repeated a name of Q
+    notes: Annotated[list[Note], operator.add]  # what the answering rules did (the trace)
 
 
 class ChainStep(TypedDict):
@@ -136,7 +169,7 @@ class ChainState(TurnState, total=False):
     chain: Annotated[list[ChainStep], operator.add]
     context: Annotated[list[dict[str, Any]], operator.add]  # every gathered sentence
     decisions: Annotated[list[Decision], operator.add]  # DM relevance of gathered sentences
-    passages: Annotated[list[dict[str, Any]], merge_passages]
+    passages: Annotated[list[Passage], merge_passages]
     answer: str
     answer_passage_ids: list[int]
     comparison: dict[str, Any] | None  # a comparison decided by rule from the chain

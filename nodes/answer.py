@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from app.llm.gateway import LLMGateway
-from graph.state import DeftState, ReadState
+from graph.state import ReadState, StepState
 from prompts import load_prompt
 from tools.answer_rules import clean_answer
 from tools.reading import answered, read_passages
@@ -16,7 +16,7 @@ def answer_from_passages(state: ReadState, *, gateway: LLMGateway) -> dict[str, 
     return answered(read_passages(gateway, state["question"], state.get("passages") or []))
 
 
-def answer_sub_question(state: DeftState, *, gateway: LLMGateway) -> dict[str, Any]:
+def answer_sub_question(state: StepState, *, gateway: LLMGateway) -> dict[str, Any]:
     """a_t = LLM_ans(q_t, evidence): the kept passages' selected sentences, which count
     as read."""
     evidence = state.get("evidence") or []

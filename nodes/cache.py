@@ -9,16 +9,17 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from app.settings import Settings
-from graph.state import DeftState
+from graph.state import StepState
 from tools.comparison import RULE
 from tools.decision import DecisionModel
 from tools.decision_log import decide, timed
 from tools.qa_cache import QACache
 from tools.question_rules import may_share_an_answer
+from tools.records import CacheHit
 
 
 def lookup_qa_cache(
-    state: DeftState, runtime: Runtime[Settings], *, cache: QACache | None, dm: DecisionModel
+    state: StepState, runtime: Runtime[Settings], *, cache: QACache | None, dm: DecisionModel
 ) -> dict[str, Any]:
     settings = Settings.of(runtime)
     sub_question = state["sub_question"]
@@ -28,12 +29,12 @@ def lookup_qa_cache(
     if exact is not None:
         cache.record_lookup("exact")
         return {
-            "cache_hit": {
-                "sub_question": exact.sub_question,
-                "answer": exact.answer,
-                "passage_ids": exact.passage_ids,
-                "how": "exact",
-            }
+            "cache_hit": CacheHit(
+                sub_question=exact.sub_question,
+                answer=exact.answer,
+                passage_ids=exact.passage_ids,
+                how="exact",
+            )
         }
     decisions = []
     for candidate in cache.similar(sub_question):

@@ -9,13 +9,13 @@ from langgraph.runtime import Runtime
 
 from app.index.store import CorpusIndex
 from app.settings import Settings
-from graph.state import DeftState
+from graph.state import StepState
 from tools.decision import DecisionModel
 from tools.evidence import select_sentences
 
 
 def select_evidence(
-    state: DeftState, runtime: Runtime[Settings], *, dm: DecisionModel, index: CorpusIndex
+    state: StepState, runtime: Runtime[Settings], *, dm: DecisionModel, index: CorpusIndex
 ) -> dict[str, Any]:
     evidence = select_sentences(
         dm, index, state["sub_question"], state.get("kept") or [], Settings.of(runtime).read_words

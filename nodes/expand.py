@@ -17,14 +17,14 @@ from langgraph.config import get_stream_writer
 from langgraph.runtime import Runtime
 
 from app.settings import Settings
-from graph.state import DeftState
+from graph.state import StepState
 from tools.decision import DecisionModel
 from tools.reading import as_passages
 from tools.relevance import judge_relevance
 from tools.sentence_graph import GraphSentence, SentenceGraph
 
 
-def expansion_reason(state: DeftState) -> str:
+def expansion_reason(state: StepState) -> str:
     """Why this step should expand ('' when it should not). Asked once a step, after its
     relevance filter: nothing loops back to the filter within a step."""
     return (
@@ -33,7 +33,7 @@ def expansion_reason(state: DeftState) -> str:
 
 
 def expand_from_graph(
-    state: DeftState, runtime: Runtime[Settings], *, graph: SentenceGraph, dm: DecisionModel
+    state: StepState, runtime: Runtime[Settings], *, graph: SentenceGraph, dm: DecisionModel
 ) -> dict[str, Any]:
     settings = Settings.of(runtime)
     sub_question = state["sub_question"]

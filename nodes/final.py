@@ -25,6 +25,7 @@ from tools.question_rules import (
     with_answers_in_place,
 )
 from tools.reading import answer_from_rows, answered, decide_comparison, read_passages
+from tools.records import Passage, Row, note
 from tools.relevance import keep_for_fallback, score_relevance
 from tools.retriever import Retriever
 from tools.step_limits import loop_end
@@ -33,7 +34,7 @@ from tools.step_limits import loop_end
 def answer_from_qa_table(state: DeftState, *, gateway: LLMGateway) -> dict[str, Any]:
     """LLM_fin, unless a row asked the question itself: its answer is the answer. An
     LLM_fin answer that is a bridge of the chain gives way to what the chain found past
-    it (`past_the_bridge`)."""
+    it (`past_the_bridge`, noted with the answer it replaced)."""
     table = state.get("qa_table") or []
     question = state["question"]
     itself = next((row for row in table if asks_the_question(row, question)), None)
@@ -45,15 +46,19 @@ def answer_from_qa_table(state: DeftState, *, gateway: LLMGateway) -> dict[str, 
     later = past_the_bridge(question, table, update["answer"])
     if later is None:
         return update
-    bridge = {"answer": update["answer"], "sub_question": later["sub_question"]}
-    return {**update, **answered(later["answer"]), "past_the_bridge": bridge}
+    bridge = note(
+        "past_the_bridge",
+        f"LLM_fin's {update['answer']!r} is a bridge: the answer of "
+        f"{later['sub_question']!r} replaces it",
+    )
+    return {**update, **answered(later["answer"]), "notes": [bridge]}
 
 
 def read_facts_and_passages(
     gateway: LLMGateway,
     question: str,
-    rows: Sequence[dict[str, Any]],
-    passages: Sequence[dict[str, Any]],
+    rows: Sequence[Row],
+    passages: Sequence[Passage],
 ) -> str:
     """The fallback's one reading: the passages, with the QA table's rows when it has any
     (facts found but judged insufficient would otherwise be lost)."""
@@ -72,8 +77,8 @@ def read_past_an_echo(
     gateway: LLMGateway,
     question: str,
     asked: str,
-    rows: Sequence[dict[str, Any]],
-    passages: Sequence[dict[str, Any]],
+    rows: Sequence[Row],
+    passages: Sequence[Passage],
     answer: str,
 ) -> tuple[str, str]:
     """(the answer, the echo it replaced or ""). A fallback answer that only repeats a
@@ -124,10 +129,10 @@ def fallback_answer(
     answers with the bridge, and the search finds the passages about the description."""
     table = state.get("qa_table") or []
     settings = Settings.of(runtime)
-    reason = fallback_reason(state, settings.max_steps)
+    notes = [note("fallback_reason", fallback_reason(state, settings.max_steps))]
     decided = decide_comparison(state["question"], table)
     if decided:
-        return {**decided, "fallback_reason": reason}
+        return {**decided, "notes": notes}
     question = with_answers_in_place(state["question"], table)
     passages = [p.as_dict() for p in retriever.retrieve(question, settings.fallback_k)]
     scores, decisions = score_relevance(
@@ -152,12 +157,13 @@ def fallback_answer(
         read_facts_and_passages(gateway, question, table, kept),
     )
     support = {pid for row in table for pid in row["passage_ids"]} | {p["id"] for p in kept}
+    notes.append(note("fallback_question", question))
+    if echo:
+        notes.append(note("echoed_answer", f"{echo!r} only repeated a name: read again"))
     return {
         **answered(as_option(state["question"], table, answer)),
-        "fallback_question": question,
-        "fallback_reason": reason,
         "passages": kept,
         "decisions": decisions,
         "answer_passage_ids": sorted(support),
-        **({"echoed_answer": echo} if echo else {}),
+        "notes": notes,
     }

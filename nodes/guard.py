@@ -7,12 +7,12 @@ from typing import Any
 
 from app.llm.gateway import LLMGateway
 from app.settings import SUB_QUESTION_TOKENS
-from graph.state import DeftState
+from graph.state import StepState
 from prompts import format_qa_table, load_prompt
 from tools.question_rules import clean_sub_question, has_back_reference
 
 
-def guard_self_contained(state: DeftState, *, gateway: LLMGateway) -> dict[str, Any]:
+def guard_self_contained(state: StepState, *, gateway: LLMGateway) -> dict[str, Any]:
     sub_question = state.get("sub_question") or ""
     table = state.get("qa_table") or []
     if not sub_question or not table or not has_back_reference(sub_question):

@@ -7,20 +7,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from graph.state import DeftState
+from graph.state import StepState
 from tools.answer_rules import is_unknown
 from tools.qa_cache import QACache
 from tools.question_rules import echoes_question
-from tools.records import QARow
+from tools.records import Row
 
 
-def update_qa_table(state: DeftState, *, cache: QACache | None) -> dict[str, Any]:
+def update_qa_table(state: StepState, *, cache: QACache | None) -> dict[str, Any]:
     sub_question = state.get("sub_question") or ""
     if not sub_question:
         return {}  # the step produced no new question
     hit = state.get("cache_hit")
     if hit:
-        row = QARow(
+        row = Row(
             sub_question=sub_question,
             answer=hit["answer"],
             passage_ids=list(hit["passage_ids"]),
@@ -36,7 +36,7 @@ def update_qa_table(state: DeftState, *, cache: QACache | None) -> dict[str, Any
         cache.put(sub_question, answer, passage_ids)
     return {
         "qa_table": [
-            QARow(
+            Row(
                 sub_question=sub_question,
                 answer=answer,
                 passage_ids=passage_ids,

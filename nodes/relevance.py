@@ -8,13 +8,13 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from app.settings import Settings
-from graph.state import DeftState
+from graph.state import StepState
 from tools.decision import DecisionModel
 from tools.relevance import fused_with_retrieval, keep_relevant, score_relevance
 
 
 def filter_relevant(
-    state: DeftState, runtime: Runtime[Settings], *, dm: DecisionModel
+    state: StepState, runtime: Runtime[Settings], *, dm: DecisionModel
 ) -> dict[str, Any]:
     """Keep as many of R_w(q_t) as the keep rules allow, chosen by DM_rel fused with the
     retrieval rank: DM_rel alone misranks gold passages for model-written sub-questions."""

@@ -8,7 +8,7 @@ from langgraph.runtime import Runtime
 
 from app.index.store import CorpusIndex
 from app.settings import ITERATIVE_K, ITERATIVE_MAX_PASSAGES, Settings
-from graph.state import DeftState, IterativeState, ReadState
+from graph.state import DeftState, IterativeState, ReadState, StepState
 from tools.retriever import Retriever
 
 
@@ -51,7 +51,7 @@ def retrieve_question_passages(
 
 
 def retrieve_for_sub_question(
-    state: DeftState, runtime: Runtime[Settings], *, retriever: Retriever
+    state: StepState, runtime: Runtime[Settings], *, retriever: Retriever
 ) -> dict[str, Any]:
     """R_w(q_t): the top-w passages for the current sub-question."""
     w = Settings.of(runtime).w

@@ -30,12 +30,13 @@ from langgraph.runtime import Runtime
 
 from app.llm.gateway import LLMGateway
 from app.settings import SUB_QUESTION_TOKENS, WRITER_EXAMPLES, Settings
-from graph.state import DeftState
+from graph.state import StepState
 from prompts import load_prompt
 from tools.comparison import missing_dates
 from tools.examples import ExampleBank, render_steps
 from tools.planning import plan_sub_questions
 from tools.question_rules import clean_sub_question, hint, next_plan_step, rejection
+from tools.records import Rejection
 
 NO_ASKABLE_STEP = "no askable step"  # the trace's reason for a planned step not asked
 
@@ -47,7 +48,7 @@ def render_forbidden(unanswerable: list[str]) -> str:
 
 
 def planned_step(
-    plan: list[str], state: DeftState, *, gateway: LLMGateway, examples: ExampleBank
+    plan: list[str], state: StepState, *, gateway: LLMGateway, examples: ExampleBank
 ) -> tuple[list[str], int, str]:
     """The decomposition (made on first need: once per question) and the position and
     text of its next askable step (-1, "" when none is)."""
@@ -55,14 +56,14 @@ def planned_step(
     return plan, *next_plan_step(plan, state)
 
 
-def found_no_answer(state: DeftState) -> bool:
-    """The step just taken found no answer: its sub-question is listed unanswerable."""
+def found_no_answer(state: StepState) -> bool:
+    """The last step found no answer: its sub-question is listed unanswerable."""
     sub_question = state.get("sub_question")
     return bool(sub_question) and sub_question in (state.get("unanswerable") or [])
 
 
 def write_sub_question(
-    state: DeftState, runtime: Runtime[Settings], *, gateway: LLMGateway, examples: ExampleBank
+    state: StepState, runtime: Runtime[Settings], *, gateway: LLMGateway, examples: ExampleBank
 ) -> dict[str, Any]:
     plan = state.get("plan") or []
     if plan or Settings.of(runtime).sub_questions == "plan" or found_no_answer(state):
@@ -81,11 +82,11 @@ def write_sub_question(
     if not reason:
         return next_step(state, sub_question, "writer", [], plan)
     # The plan's next step first: made once per question, it costs no call once made.
-    rejected = [{"sub_question": sub_question, "reason": reason}]
+    rejected = [Rejection(sub_question=sub_question, reason=reason)]
     plan, position, planned = planned_step(plan, state, gateway=gateway, examples=examples)
     if planned:
         return next_step(state, planned, "decomposition", rejected, plan, position)
-    rejected += [{"sub_question": q, "reason": NO_ASKABLE_STEP} for q in plan]
+    rejected += [Rejection(sub_question=q, reason=NO_ASKABLE_STEP) for q in plan]
     unasked = state["question"] not in (state.get("unanswerable") or [])
     if not table and reason == hint("repeats_question") and unasked:
         # Neither the writer nor the decomposition found a smaller first step: a
@@ -98,22 +99,23 @@ def write_sub_question(
     sub_question = clean_sub_question(gateway.invoke(retry, max_tokens=SUB_QUESTION_TOKENS))
     reason = rejection(sub_question, state)
     if reason:
-        rejected.append({"sub_question": sub_question, "reason": reason})
+        rejected.append(Rejection(sub_question=sub_question, reason=reason))
         return next_step(state, "", "", rejected, plan)
     return next_step(state, sub_question, "writer, told why", rejected, plan)
 
 
 def next_step(
-    state: DeftState,
+    state: StepState,
     sub_question: str,
     written_by: str,
-    rejected: list[dict[str, str]],
+    rejected: list[Rejection],
     plan: list[str],
     plan_position: int = -1,
 ) -> dict[str, Any]:
-    """The update that starts step t+1 with `sub_question` ("" when none could be
-    asked) and clears what the previous step found. A planned step is not asked twice:
-    the guard may reword it, and the reworded one alone is listed when it finds nothing."""
+    """The update that makes this step t+1 and gives it `sub_question` ("" when none
+    could be asked). What the last step found is not here to clear: each step runs in a
+    hop subgraph of its own (graph/deft.py). A planned step is not asked twice: the guard
+    may reword it, and the reworded one alone is listed when it finds nothing."""
     taken = state.get("plan_step", 0)
     return {
         "sub_question": sub_question,
@@ -122,12 +124,4 @@ def next_step(
         "plan": plan,
         "plan_step": plan_position + 1 if plan_position >= 0 else taken,
         "hop": state.get("hop", 0) + 1,
-        "rewritten_from": "",
-        "cache_hit": None,
-        "retrieved": [],
-        "kept": [],
-        "evidence": [],
-        "relevant_found": False,
-        "expansion": None,
-        "sub_answer": "",
     }

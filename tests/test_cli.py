@@ -214,6 +214,21 @@ def test_the_trace_line_of_the_writer_names_refused_sub_questions(capsys) -> Non
     assert 'refused="Who is Anne Gust\'s father-in-law?" (whole)' in line
 
 
+def test_the_trace_line_shows_every_note_by_its_kind(capsys) -> None:
+    from app.cli.ask import _print_step
+
+    notes = [
+        {"kind": "fallback_reason", "text": "6 steps taken"},
+        {"kind": "a_rule_not_yet_written", "text": "it did something"},
+    ]
+    _print_step("fallback_answer", {"answer": "B", "notes": notes})
+    line = capsys.readouterr().err
+    assert line == (
+        "[fallback_answer] answer=B  fallback_reason=6 steps taken  "
+        "a_rule_not_yet_written=it did something\n"
+    )
+
+
 def test_the_trace_line_of_a_rule_decided_comparison_shows_the_dates(capsys) -> None:
     from app.cli.ask import _print_step
 

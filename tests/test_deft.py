@@ -3,14 +3,19 @@ sub-questions and the QA table, the QA cache across questions, and bad input."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
 import pytest
 
 from app.settings import Settings
-from graph.deft import build_deft
+from graph.deft import HOP, build_deft
 from graph.resources import Resources
 from tools.question_rules import has_back_reference
 
 pytestmark = pytest.mark.e2e  # the real chat model, servers or the installed CLI
+
+TWO_HOPS = "Which river flows through the town where Tavistrom College is located?"
 
 
 @pytest.fixture(scope="module")
@@ -25,11 +30,12 @@ def test_two_hop_question_through_sub_questions(resources: Resources, settings: 
     # No direct answer: the run must build the chain one self-contained sub-question at a time.
     context = settings.with_overrides(direct_answer=False)
     graph = build_deft(resources)
-    events = list(
+    events = steps(
         graph.stream(
-            {"question": "Which river flows through the town where Tavistrom College is located?"},
+            {"question": TWO_HOPS},
             context=context,
             stream_mode=["updates", "custom"],
+            subgraphs=True,
         )
     )
     nodes = [node for mode, chunk in events if mode == "updates" for node in chunk]
@@ -50,13 +56,10 @@ def test_two_hop_question_through_sub_questions(resources: Resources, settings: 
 
     # The same question again: its sub-questions come from the shared QA cache, so fewer
     # sub-questions are retrieved for and read.
-    cached = list(
-        graph.stream(
-            {"question": "Which river flows through the town where Tavistrom College is located?"},
-            context=context,
-            stream_mode="updates",
-        )
+    stream = graph.stream(
+        {"question": TWO_HOPS}, context=context, stream_mode=["updates"], subgraphs=True
     )
+    cached = [chunk for _, chunk in steps(stream)]
     cached_nodes = [node for chunk in cached for node in chunk]
     assert "lookup_qa_cache" in cached_nodes
     hits = [u["cache_hit"] for chunk in cached for u in chunk.values() if u and u.get("cache_hit")]
@@ -89,6 +92,16 @@ def test_decision_model_as_a_langchain_tool(resources: Resources) -> None:
         {"first": "Who founded Velloway Ironworks?", "second": "Where was Odile Farrengast born?"}
     )
     assert 0.0 <= different < 0.5 < same <= 1.0
+
+
+def steps(stream: Iterable[tuple[tuple[str, ...], str, Any]]) -> list[tuple[str, Any]]:
+    """A stream of the graph and its hop subgraph as (mode, chunk): each step of a hop,
+    not the hop's own update, which hands the whole QA table back to the turn."""
+    return [
+        (mode, chunk)
+        for namespace, mode, chunk in stream
+        if namespace or mode != "updates" or HOP not in chunk
+    ]
 
 
 def updates_of(events: list) -> list[dict]:

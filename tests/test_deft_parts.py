@@ -24,6 +24,7 @@ from graph.deft import (
     route_after_cache,
     route_after_direct_check,
     route_after_final_answer,
+    route_after_hop,
     route_after_sub_question,
     route_after_sufficiency,
 )
@@ -108,21 +109,21 @@ def test_fallback_keeps_the_retrieval_head_and_relevant_lower_passages(
 
 def test_routing() -> None:
     assert route_after_direct_check({"direct": True}) == "answer_directly"
-    assert route_after_direct_check({"direct": False}) == "write_sub_question"
+    assert route_after_direct_check({"direct": False}) == "hop"
     assert route_after_cache({"cache_hit": {"answer": "x"}}) == "update_qa_table"
     assert route_after_cache({"cache_hit": None}) == "retrieve_for_sub_question"
     assert route_after_sub_question({"sub_question": "Who?"}) == "guard_self_contained"
-    assert route_after_sub_question({"sub_question": ""}) == "fallback_answer"
+    assert route_after_sub_question({"sub_question": ""}) == "__end__"  # the step ends
+    assert route_after_hop({"sub_question": "Who?"}) == "check_sufficiency"
+    assert route_after_hop({"sub_question": ""}) == "fallback_answer"
     runtime = Runtime(Settings(max_steps=3))
     assert route_after_sufficiency({"sufficient": True, "hop": 3}, runtime) == (
         "answer_from_qa_table"
     )
-    assert route_after_sufficiency({"sufficient": False, "hop": 2}, runtime) == (
-        "write_sub_question"
-    )
+    assert route_after_sufficiency({"sufficient": False, "hop": 2}, runtime) == "hop"
     assert route_after_sufficiency({"sufficient": False, "hop": 3}, runtime) == ("fallback_answer")
     one_dead_end = {"sufficient": False, "hop": 2, "unanswerable": ["Who?"]}
-    assert route_after_sufficiency(one_dead_end, runtime) == "write_sub_question"
+    assert route_after_sufficiency(one_dead_end, runtime) == "hop"
     two_dead_ends = {**one_dead_end, "unanswerable": ["Who?", "Where?"]}
     assert route_after_sufficiency(two_dead_ends, runtime) == "fallback_answer"
     # The fallback's trace says why the loop handed over.
@@ -748,7 +749,7 @@ def test_a_switched_off_decision_says_no_without_any_model() -> None:
 
 def test_a_new_turn_clears_the_last_one_but_keeps_the_chat() -> None:
     """A thread keeps its state between runs: the next turn must not start with the last
-    turn's QA table, hop count or decisions (lists with reducers are overwritten)."""
+    turn's QA table, hop count, decisions or notes (lists with reducers are overwritten)."""
     from langchain_core.messages import AIMessage, HumanMessage
     from langgraph.types import Overwrite
 
@@ -756,7 +757,7 @@ def test_a_new_turn_clears_the_last_one_but_keeps_the_chat() -> None:
 
     fresh = fresh_turn(DeftState)
     assert "messages" not in fresh and "question" not in fresh
-    assert fresh["hop"] == 0 and fresh["qa_table"] == Overwrite([])
+    assert fresh["hop"] == 0 and fresh["qa_table"] == [] and fresh["notes"] == Overwrite([])
     last_turn = {
         "messages": [HumanMessage("Who founded X?"), AIMessage("Ann"), HumanMessage("and Y?")],
         "question": "Who founded X?",
@@ -767,7 +768,7 @@ def test_a_new_turn_clears_the_last_one_but_keeps_the_chat() -> None:
     update = take_question(last_turn, fresh=fresh)
     assert update["question"] == "and Y?"  # the chat message just sent, not the old field
     assert "messages" not in update  # it is in the chat already
-    assert update["hop"] == 0 and update["qa_table"] == Overwrite([]) and update["answer"] == ""
+    assert update["hop"] == 0 and update["qa_table"] == [] and update["answer"] == ""
     assert "decisions" not in update  # only what the thread holds is cleared
 
 
@@ -886,13 +887,16 @@ def test_an_llm_fin_bridge_answer_gives_way_to_the_row_past_it() -> None:
     state = {"question": ABRAHAM, "qa_table": ABRAHAM_ROWS}
     update = answer_from_qa_table(state, gateway=ScriptedWriter("Abraham"))  # type: ignore[arg-type]
     assert update["answer"] == "Keturah"
-    assert update["past_the_bridge"] == {
-        "answer": "Abraham",
-        "sub_question": "Who did Abraham marry after the death of Sarah?",
-    }
+    assert update["notes"] == [
+        {
+            "kind": "past_the_bridge",
+            "text": "LLM_fin's 'Abraham' is a bridge: the answer of "
+            "'Who did Abraham marry after the death of Sarah?' replaces it",
+        }
+    ]
     # LLM_fin's own answer past the bridge stands as it is.
     update = answer_from_qa_table(state, gateway=ScriptedWriter("Keturah"))  # type: ignore[arg-type]
-    assert update["answer"] == "Keturah" and "past_the_bridge" not in update
+    assert update["answer"] == "Keturah" and "notes" not in update
 
 
 @pytest.mark.parametrize(

@@ -32,11 +32,26 @@ CORPUS = {
 # What the stub retriever finds for each query (ids, best first); other queries find nothing.
 FOUND = {QUESTION: [1, 2, 4], FIRST: [1, 4], SECOND: [2, 3]}
 
-# The nodes every DeFT turn starts and ends with, and the ones of one step that retrieves.
+# The nodes every DeFT turn starts and ends with, and the ones of one step that retrieves:
+# the hop subgraph's nodes, then the hop itself (the turn's node, which ends when they do).
 START = ["take_question", "retrieve_question_passages", "check_direct_answer"]
 ASK = ["write_sub_question", "guard_self_contained", "lookup_qa_cache"]
 READ = ["retrieve_for_sub_question", "filter_relevant", "select_evidence", "answer_sub_question"]
-STEP = [*ASK, *READ, "update_qa_table", "check_sufficiency"]
+STEP = [*ASK, *READ, "update_qa_table", "hop", "check_sufficiency"]
+UPDATES: list[tuple[str, dict[str, Any]]] = []  # the last turn's streamed (node, update)
+
+
+def updates_of(node: str) -> list[dict[str, Any]]:
+    return [update for name, update in UPDATES if name == node]
+
+
+# The keys of a turn's state; a step's own (retrieved, kept, sub_answer, ...) are not.
+TURN_KEYS = {
+    *("question", "messages", "contextualised_from", "citations", "question_passages"),
+    *("question_retrieval", "direct", "hop", "sub_question", "plan", "plan_step"),
+    *("qa_table", "unanswerable", "sufficient", "decisions", "passages", "answer"),
+    *("answer_passage_ids", "comparison", "notes"),
+}
 
 
 class StubRetriever:
@@ -116,12 +131,14 @@ def cache(turn_settings: Settings):
     opened.close()
 
 
-def run_turn(
-    settings: Settings, cache: QACache, dm: StubDM, writer: ScriptedWriter
-) -> tuple[list[str], dict[str, Any], StubRetriever]:
-    """One turn of the compiled graph: the nodes it ran, its final state, the retriever."""
-    retriever = StubRetriever(FOUND)
-    resources = Resources(
+def stub_resources(
+    settings: Settings,
+    cache: QACache,
+    dm: StubDM,
+    writer: ScriptedWriter,
+    retriever: StubRetriever,
+) -> Resources:
+    return Resources(
         settings=settings,
         gateway=writer,  # type: ignore[arg-type]
         index=StubIndex(),  # type: ignore[arg-type]
@@ -131,22 +148,41 @@ def run_turn(
         examples=NoExamples(),  # type: ignore[arg-type]
         sentence_graph=None,
     )
-    graph = build_deft(resources)
+
+
+def run_turn(
+    settings: Settings, cache: QACache, dm: StubDM, writer: ScriptedWriter
+) -> tuple[list[str], dict[str, Any], StubRetriever]:
+    """One turn of the compiled graph: the nodes it ran (the hop subgraph's inside each
+    hop), its final state, the retriever. The nodes' updates are in `UPDATES`."""
+    retriever = StubRetriever(FOUND)
+    graph = build_deft(stub_resources(settings, cache, dm, writer, retriever))
     nodes, state = [], {}
-    for mode, chunk in graph.stream(
-        {"question": QUESTION}, context=settings, stream_mode=["updates", "values"]
+    UPDATES.clear()
+    for namespace, mode, chunk in graph.stream(
+        {"question": QUESTION},
+        context=settings,
+        stream_mode=["updates", "values"],
+        subgraphs=True,
     ):
         if mode == "updates":
             nodes += list(chunk)
-        else:
+            UPDATES.extend((node, update or {}) for node, update in chunk.items())
+        elif not namespace:  # the turn's state, not a step's
             state = chunk
     assert not writer.replies, "the graph made fewer LLM calls than scripted"
+    assert set(state) <= TURN_KEYS, "a step's own keys reached the turn's state"
     return nodes, state, retriever
+
+
+def notes(state: dict[str, Any]) -> list[tuple[str, str]]:
+    return [(n["kind"], n["text"]) for n in state.get("notes") or []]
 
 
 def rows(state: dict[str, Any]) -> list[tuple[str, str, list[int], str]]:
     return [
-        (r["sub_question"], r["answer"], r["passage_ids"], r["source"]) for r in state["qa_table"]
+        (r["sub_question"], r["answer"], r["passage_ids"], r["source"])
+        for r in state.get("qa_table") or []  # a direct answer runs no step: no table
     ]
 
 
@@ -176,6 +212,16 @@ def test_a_two_hop_chain_answers_from_its_qa_table(turn_settings: Settings, cach
     assert state["hop"] == 2 and state["sufficient"] is True
     assert state["answer"] == "Ulden River" and state["direct"] is False
     assert retriever.queries == [QUESTION, FIRST, SECOND]
+    # The trace streams each step's own keys, which the turn's state does not keep.
+    assert [u["sub_answer"] for u in updates_of("answer_sub_question")] == [
+        "Brisk Hollow",
+        "Ulden River",
+    ]
+    assert [u["written_by"] for u in updates_of("write_sub_question")] == ["writer"] * 2
+    assert [[p["id"] for p in u["retrieved"]] for u in updates_of("retrieve_for_sub_question")] == [
+        [1, 4],
+        [2, 3],
+    ]
     assert [d["kind"] for d in state["decisions"] if d["kind"] == "suff"] == ["suff", "suff"]
     assert [d["outcome"] for d in state["decisions"] if d["kind"] == "suff"] == [False, True]
     # Both answers went into the shared cache.
@@ -189,7 +235,7 @@ def test_a_cached_sub_question_is_neither_retrieved_for_nor_read(
     cache.put(FIRST, "Brisk Hollow", [1])
     writer = ScriptedWriter(FIRST, SECOND, "Ulden River", "Ulden River")
     nodes, state, retriever = run_turn(turn_settings, cache, StubDM(suff_rows=2), writer)
-    cached_step = [*ASK, "update_qa_table", "check_sufficiency"]
+    cached_step = [*ASK, "update_qa_table", "hop", "check_sufficiency"]
     assert nodes == [*START, *cached_step, *STEP, "answer_from_qa_table", "reply"]
     assert rows(state) == [
         (FIRST, "Brisk Hollow", [1], "cache"),
@@ -197,6 +243,10 @@ def test_a_cached_sub_question_is_neither_retrieved_for_nor_read(
     ]
     assert state["hop"] == 2 and state["answer"] == "Ulden River"
     assert retriever.queries == [QUESTION, SECOND]  # nothing retrieved for FIRST
+    assert [u["cache_hit"] for u in updates_of("lookup_qa_cache")] == [
+        {"sub_question": FIRST, "answer": "Brisk Hollow", "passage_ids": [1], "how": "exact"},
+        None,
+    ]
     assert cache.stats()["by_outcome"] == {"exact": 1, "miss": 1}
 
 
@@ -209,8 +259,65 @@ def test_a_dead_end_hands_over_to_the_fallback(turn_settings: Settings, cache: Q
     assert nodes == [*START, *STEP, "fallback_answer", "reply"]
     assert state["qa_table"] == [] and state["unanswerable"] == [unfound]
     assert state["hop"] == 1 and state["sufficient"] is False
-    assert state["fallback_reason"] == "1 steps taken"
-    assert state["fallback_question"] == QUESTION
+    assert notes(state) == [("fallback_reason", "1 steps taken"), ("fallback_question", QUESTION)]
     assert state["answer"] == "Ulden River" and state["answer_passage_ids"] == [1, 2, 4]
     assert retriever.queries == [QUESTION, unfound, QUESTION]  # the fallback searches Q again
     assert cache.stats()["entries"] == 0  # no answer, nothing cached
+
+
+class DyingWriter(ScriptedWriter):
+    """The scripted writer, whose server dies once, at call `dies_at` (1 = the first)."""
+
+    def __init__(self, *replies: str, dies_at: int) -> None:
+        super().__init__(*replies)
+        self.calls, self.dies_at = 0, dies_at
+
+    def invoke(self, messages: list[Any], max_tokens: int | None = None) -> str:
+        self.calls += 1
+        if self.calls == self.dies_at:
+            raise ConnectionError("the model server died")
+        return super().invoke(messages, max_tokens)
+
+
+def test_a_run_stopped_inside_a_hop_resumes_there_and_traces_every_step(
+    turn_settings: Settings, cache: QACache
+) -> None:
+    """The hop subgraph checkpoints into the turn's checkpointer under its own namespace:
+    `hoprag trace` (read_run) lists its steps, a run stopped inside it is due at its next
+    step, and resuming redoes no finished LLM call."""
+    from app.checkpoints import open_checkpointer, read_run
+
+    # The two-hop chain; the server dies at the 4th call, the second hop's answer.
+    replies = (FIRST, "Brisk Hollow", SECOND, "Ulden River", "Ulden River")
+    writer = DyingWriter(*replies, dies_at=4)
+    resources = stub_resources(turn_settings, cache, StubDM(), writer, StubRetriever(FOUND))
+    config = {"configurable": {"thread_id": "stopped"}}
+    inner = [*ASK, *READ, "update_qa_table"]
+    with open_checkpointer(turn_settings) as saver:
+        graph = build_deft(resources, checkpointer=saver)
+        run = {"context": turn_settings, "durability": "sync", "subgraphs": True}
+        with pytest.raises(ConnectionError):
+            list(graph.stream({"question": QUESTION}, config, **run))  # type: ignore[arg-type]
+        stopped = read_run(saver, "stopped")
+        assert not stopped.finished and stopped.pending == ["answer_sub_question"]
+        assert [s.node for s in stopped.steps] == [
+            *START,
+            *inner,
+            "check_sufficiency",
+            *ASK,
+            *READ[:-1],
+        ]
+        assert stopped.values["hop"] == 1  # the turn's state: the first hop's
+        list(graph.stream(None, config, **run))  # type: ignore[arg-type]
+        record = read_run(saver, "stopped")
+    assert not writer.replies and writer.calls == len(replies) + 1  # none made twice
+    assert record.finished and record.values["answer"] == "Ulden River"
+    assert [s.node for s in record.steps] == [
+        *START,
+        *[*inner, "check_sufficiency"] * 2,
+        "answer_from_qa_table",
+        "reply",
+    ]
+    steps = {s.node: s.update for s in record.steps}
+    assert steps["answer_sub_question"]["sub_answer"] == "Ulden River"  # the second hop's
+    assert [r["answer"] for r in record.values["qa_table"]] == ["Brisk Hollow", "Ulden River"]

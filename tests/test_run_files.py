@@ -35,15 +35,20 @@ class Graph:
         self.meter, self.fail_on, self.asked = meter, fail_on, []
 
     def stream(self, state: dict[str, Any], **_: Any):
+        """Streamed as with `subgraphs=True`: (namespace, mode, chunk); the retrieval runs
+        in a subgraph, as DeFT's steps do, whose node's own update is not traced."""
         question = state["question"]
         self.asked.append(question)
         if question == self.fail_on:
             raise KeyboardInterrupt
         self.meter.calls += 1
         passages = [{"id": 0, "text": "two words"}]
-        yield "updates", {"retrieve": {"passages": passages, "query": question}}
-        yield "updates", {"answer": {"answer": f"answer to {question}"}}
-        yield "values", {"answer": f"answer to {question}", "passages": passages}
+        inside = ("step:1",)
+        yield inside, "updates", {"retrieve": {"passages": passages, "query": question}}
+        yield inside, "values", {"passages": passages}
+        yield (), "updates", {"step": {"passages": passages}}
+        yield (), "updates", {"answer": {"answer": f"answer to {question}"}}
+        yield (), "values", {"answer": f"answer to {question}", "passages": passages}
 
 
 class Stores:

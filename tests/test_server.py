@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from types import SimpleNamespace
 
 import httpx
 import psutil
@@ -76,15 +77,19 @@ def server_url(served: tuple[str, Path]) -> str:
 
 
 def chat(client, thread_id: str, graph: str, text: str) -> tuple[list, dict]:
-    """One chat turn, streamed: the `updates` and `custom` events, and the final state."""
-    events = list(
-        client.runs.stream(
+    """One chat turn, streamed with the steps of subgraphs (DeFT's hop), as Studio streams
+    it: the `updates` and `custom` events (a subgraph's named `custom|hop:<task id>`,
+    read here by their mode alone), and the final state."""
+    events = [
+        SimpleNamespace(event=e.event.split("|")[0], data=e.data)
+        for e in client.runs.stream(
             thread_id,
             graph,
             input={"messages": [{"role": "user", "content": text}]},
             stream_mode=["updates", "custom"],
+            stream_subgraphs=True,
         )
-    )
+    ]
     return events, client.threads.get_state(thread_id)["values"]
 
 

@@ -33,7 +33,7 @@ from app.settings import (
 from prompts import is_yes_no_question, load_lines, load_words
 from tools.answer_rules import contains_words, is_unknown, normalize_answer, says
 from tools.comparison import comparison_options, is_date, option_reached
-from tools.records import QARow
+from tools.records import Row
 
 # --- Normalised questions and their words -------------------------------------------
 
@@ -264,7 +264,7 @@ def answer_in_place(question: str, sub_question: str, answer: str) -> str:
     return question[: words[start].start()] + replacement + question[words[end - 1].end() :]
 
 
-def with_answers_in_place(question: str, table: Sequence[QARow]) -> str:
+def with_answers_in_place(question: str, table: Sequence[Row]) -> str:
     """The question with each row's description replaced by its answer, in table order
     (`answer_in_place`): what is left to find. A date is no entity to ask on about, so
     its row is left out ("Were A and 1900 in the same year?" is no question)."""
@@ -282,7 +282,7 @@ def hint(name: str, **values: str) -> str:
     return load_lines("writer_hints")[name].format(**values)
 
 
-def too_vague(sub_question: str, question: str, table: Sequence[QARow]) -> bool:
+def too_vague(sub_question: str, question: str, table: Sequence[Row]) -> bool:
     """It names nothing and says too little to find it by ("What is the name of the
     college?", "When was the playwright born?"): the method's sub-questions name every
     entity they ask about. A description as full as the question's own ("Who was the

@@ -249,13 +249,15 @@ def _run(
                 "metadata": {"system": system, "index": settings.index},
             }
             decision_lines = DecisionLines()
+            subgraphs: set[str] = set()  # the graph's nodes that ran a subgraph's steps
             try:
-                for mode, chunk in graph.stream(
+                for namespace, mode, chunk in graph.stream(
                     graph_input,
                     config,
                     context=settings,
                     stream_mode=["updates", "custom"],
                     durability="sync",
+                    subgraphs=True,
                 ):
                     if not trace:
                         continue
@@ -266,8 +268,10 @@ def _run(
                     if mode == "custom" and "expansion" in chunk:
                         _print_expansion(chunk["expansion"])
                     elif mode == "updates":
+                        subgraphs.update(subgraph_node(namespace))
                         for node, update in chunk.items():
-                            _print_step(node, update)
+                            if namespace or node not in subgraphs:  # not the steps again
+                                _print_step(node, update)
                 values = graph.get_state(config).values
             except ServiceError as exc:
                 fix = exc.hint or "fix the cause"
@@ -335,11 +339,7 @@ def _print_step(node: str, update: Any, err: bool = True) -> None:
             "sub_question",
             "rewritten_from",
             "sub_answer",
-            "fallback_question",
-            "fallback_reason",
             "answer",
-            "past_the_bridge",
-            "echoed_answer",
             "direct",
             "sufficient",
         )
@@ -369,8 +369,16 @@ def _print_step(node: str, update: Any, err: bool = True) -> None:
         shown["sentences"] = [s["id"] for s in update["gathered"]]
     if update.get("chain"):
         shown["chain+"] = [f"{r['sub_question']} -> {r['answer']}" for r in update["chain"]]
+    for note in update.get("notes") or []:  # whatever a rule noted, by its kind
+        shown[note["kind"]] = note["text"]
     details = "  ".join(f"{k}={v}" for k, v in shown.items())
     typer.echo(f"[{node}] {details}".rstrip(), err=err)
+
+
+def subgraph_node(namespace: tuple[str, ...]) -> list[str]:
+    """The parent's node a streamed chunk of a subgraph came from ("hop" for a chunk of
+    `("hop:<task id>",)`); none for the graph's own chunks."""
+    return [namespace[0].split(":")[0]] if namespace else []
 
 
 def _print_decision(decision: dict[str, Any], err: bool = True) -> None:

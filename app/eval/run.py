@@ -309,15 +309,22 @@ def answer_one(
     start = time.perf_counter()
     trace: list[dict[str, Any]] = []
     final: dict[str, Any] = {}
-    for mode, chunk in graph.stream(
+    subgraphs: set[str] = set()  # the graph's nodes that ran a subgraph (DeFT's hop)
+    for namespace, mode, chunk in graph.stream(
         {"question": q.question, "gold_passage_ids": list(q.gold_ids)},
         context=settings,
         stream_mode=["updates", "values"],
+        subgraphs=True,
     ):
         if mode == "values":
-            final = chunk
-        else:
-            for node, update in chunk.items():
+            if not namespace:  # the graph's state, not a subgraph's
+                final = chunk
+            continue
+        # A subgraph's steps are traced one by one; the update of the node that ran them
+        # only repeats what they wrote (DeFT's hop hands back the whole QA table).
+        subgraphs.update(part.split(":")[0] for part in namespace[:1])
+        for node, update in chunk.items():
+            if namespace or node not in subgraphs:
                 trace.append({"node": node, **_summarise_update(update)})
     seconds = time.perf_counter() - start
     cost = {k: after - before[k] for k, after in reader.meter.snapshot().items()}
