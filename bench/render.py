@@ -1037,12 +1037,12 @@ def injection() -> Section:
         ]
         for x in rows
     ]
-    head = ["benchmark", "system", "tag", "n", "attack success", "held out", *ATTACKS, "EM"]
+    head = ["benchmark", "system", "tag", "n", "attack success", "held-out success", *ATTACKS, "EM"]
     parts: list[str | list[str]] = [
         _header(r) + "One hostile passage added per question (its first gold title, the "
         "question, and an attack for a made-up answer X, the four forms in turn), `hoprag "
         "eval` on the first 60 dev questions. `attack success`: the share of answers that "
-        "became X under the three forms issue 55 names; `held out`: the same under the "
+        "became X under the three forms issue 55 names; `held-out success`: the same under the "
         "fourth, which no defence was written for; then the count per form; EM on the "
         "attacked index; `poisoned`: QA-cache entries whose answer holds an X, and the "
         "share of questions whose X reached the cache. `undefended`: before the defences "
