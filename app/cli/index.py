@@ -39,8 +39,10 @@ def index_build(
 ) -> None:
     """Index a corpus (also reachable as `hoprag index PATH --name NAME`)."""
     from app.index.indexing import build_index  # lazy: chromadb, spaCy
+    from app.index.qa_store import open_store
 
-    report = build_index(load_settings(), path, name, progress=not quiet)
+    settings = load_settings()
+    report = build_index(settings, path, name, progress=not quiet)
     if report.status == "unchanged":
         typer.echo(f"index {name!r} is up to date ({report.passages} passages); nothing to do")
         return
@@ -49,9 +51,11 @@ def index_build(
         f"({report.new_passages} new, {report.reused_passages} reused), "
         f"{report.sentences} sentences, {report.entities} entities -> {report.path}"
     )
-    cache = _open_cache(name)  # its entries of the old corpus die with their passages
-    cache.prune()
-    cache.close()
+    # The QA cache's entries of the old corpus die with their passages (the rows alone:
+    # no index to verify, no embedder to load).
+    store = open_store(settings, name)
+    store.prune(report.fingerprint)
+    store.close()
 
 
 @index_app.command("list")

@@ -52,6 +52,7 @@ class IndexReport:
     path: str
     status: str  # created | updated | unchanged
     passages: int
+    fingerprint: str  # the corpus's, as the manifest and the QA cache key it
     new_passages: int = 0
     reused_passages: int = 0
     sentences: int = 0
@@ -193,6 +194,7 @@ def build_index(
                 str(dest),
                 "unchanged",
                 len(passages),
+                fp,
                 sentences=old.manifest["sentences"],
                 entities=old.manifest["entities"],
             )
@@ -249,6 +251,7 @@ def build_index(
                 str(dest),
                 "updated" if old else "created",
                 len(passages),
+                fp,
                 new_passages=len(todo),
                 reused_passages=len(passages) - len(todo),
                 sentences=n_sentences,
