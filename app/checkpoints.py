@@ -18,6 +18,7 @@ from typing import Any
 import httpx
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.constants import START
 from langgraph.types import Overwrite
 from langgraph_sdk import get_sync_client
 
@@ -286,7 +287,10 @@ def read_run(saver: BaseCheckpointSaver, thread_id: str) -> RunRecord:
         if update or checkpoint is not last[inside]:
             record.steps.append(Step(due[0], update))
     record.values = dict(runs[-1].checkpoint["channel_values"])
-    record.pending = _due(runs[-1])
+    # A run whose input alone was saved (its server killed before the first node ended)
+    # is due at the graph's start.
+    unstarted = START in runs[-1].checkpoint["channel_values"]
+    record.pending = _due(runs[-1]) or ([START] if unstarted else [])
     if record.pending and _namespace(turn[-1]) and _due(turn[-1]):
         record.pending = _due(turn[-1])  # stopped inside a subgraph: its next step
     return record

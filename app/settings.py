@@ -36,6 +36,8 @@ RECURSION_LIMIT_RANGE = (1, 200)
 # loopback address may call it too.
 STUDIO_ORIGIN = "https://smith.langchain.com"
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+# What the SDK reads of a cross-origin reply: pagination and a created run's location.
+EXPOSED_HEADERS = ["x-pagination-total", "x-pagination-next", "content-location", "location"]
 # API tokens (app/tokens.py): the shortest accepted, and what a user's name may hold. A
 # thread's owner, stamped into its metadata under this key, is the token's name.
 MIN_TOKEN_CHARS = 16
@@ -132,6 +134,13 @@ CHAT_HISTORY_CHARS = 400
 # as down, and the advisory lock that serialises the QA cache's table creation (Postgres'
 # CREATE TABLE IF NOT EXISTS races when several processes start at once).
 POSTGRES_CONNECT_TIMEOUT_S = 10
+POSTGRES_ROLE = "hoprag"  # the superuser of a cluster hoprag makes itself (app/postgres.py)
+POSTGRES_START_TIMEOUT_S = 60
+# The production server's replicas (graph/replicas.py): a heartbeat every HEARTBEAT_S; the
+# runs of one unseen for REPLICA_LOST_S are marked failed (no step of ours takes that long
+# without a checkpoint or a retry inside it).
+HEARTBEAT_S = 5
+REPLICA_LOST_S = 30
 QA_CACHE_SCHEMA_LOCK = 0x6870_7161  # "hpqa"
 # Without Postgres, index NAME's QA cache is the SQLite file NAME + this, beside the index
 # (SQLite adds -wal and -shm to it), so no index name may contain it.
@@ -570,6 +579,14 @@ class Settings:
     )
     jobs: int = field(
         default=8, metadata={"description": "Runs `hoprag serve` executes at the same time."}
+    )
+    production: bool = field(
+        default=False,
+        metadata={
+            "description": "Set by `hoprag serve --production` for its Aegra processes: a "
+            "run may not name an index other than HOPRAG_INDEX (Aegra builds each graph "
+            "once per process), and the runs of a replica that stopped are marked failed."
+        },
     )
     postgres_url: str = field(
         default="",

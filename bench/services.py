@@ -10,7 +10,8 @@ with its whole process group and removes its temporary folder:
 - `chroma_server()`: `chroma run` on an empty data folder;
 - `model_endpoint(home)`: the embedded chat model as a separate process, `hoprag llm
   serve`, an OpenAI-compatible endpoint for `HOPRAG_LLM_BASE_URL`;
-- `hoprag_server(home, env)`: `hoprag serve` (every graph behind `langgraph dev`).
+- `hoprag_server(home, env)`: `hoprag serve` (every graph behind `langgraph dev`, or
+  with `production=True` behind Aegra on PostgreSQL).
 
 The hoprag ones run this checkout's code (`python -m app.cli` with it first on
 PYTHONPATH), whatever else is installed. `bench.serve_load --scale-out` puts them
@@ -19,9 +20,7 @@ together; the scale-out tests use the first two.
 
 from __future__ import annotations
 
-import glob
 import os
-import pwd
 import shutil
 import signal
 import subprocess
@@ -32,13 +31,11 @@ import urllib.request
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 from app.llm.engine import free_port
+from app.postgres import local_cluster
 
 SOURCE = Path(__file__).resolve().parents[1]  # the checkout: the folder holding `app`
-POSTGRES_ROLE = "hoprag"
-POSTGRES_START_TIMEOUT_S = 60
 CHROMA_START_TIMEOUT_S = 60
 MODEL_START_TIMEOUT_S = 300  # loading the model on a busy 2-core machine
 SERVE_START_TIMEOUT_S = 180
@@ -47,30 +44,6 @@ STOP_TIMEOUT_S = 30
 
 class ServiceFailed(RuntimeError):
     """A service that did not start or exited early; the message ends with its log tail."""
-
-
-def postgres_bin(name: str) -> str:
-    """A PostgreSQL server program: on PATH, else where Debian puts it (not on PATH)."""
-    found = shutil.which(name) or next(
-        iter(sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"), reverse=True)), None
-    )
-    if found is None:
-        raise ServiceFailed(f"no PostgreSQL `{name}`: run `make postgres` (Debian's postgresql)")
-    return found
-
-
-def _run_as() -> dict[str, Any]:
-    """`initdb` and `postgres` refuse to run as root: as root, run them as the `postgres`
-    user the package creates (else `nobody`)."""
-    if os.geteuid() != 0:
-        return {}
-    for name in ("postgres", "nobody"):
-        try:
-            user = pwd.getpwnam(name)
-        except KeyError:
-            continue
-        return {"user": user.pw_uid, "group": user.pw_gid}
-    raise ServiceFailed("running as root, and no `postgres` or `nobody` user to run PostgreSQL as")
 
 
 def _tail(log: Path, chars: int = 2000) -> str:
@@ -85,33 +58,10 @@ def postgres_server() -> Iterator[str]:
     """A fresh PostgreSQL cluster on a free loopback port; its connection string. The
     folder is a new one under the system's temporary folder (not pytest's root-only
     tree), so that the server's user can reach it."""
-    who = _run_as()
     folder = Path(tempfile.mkdtemp(prefix="hoprag-pg-"))
     try:
-        if who:
-            os.chown(folder, who["user"], who["group"])
-        data, log = folder / "data", folder / "server.log"
-        port = free_port()
-
-        def run(*args: str) -> None:
-            proc = subprocess.run(
-                list(args), cwd=folder, capture_output=True, text=True, timeout=120, **who
-            )
-            if proc.returncode != 0:
-                raise ServiceFailed(
-                    f"{' '.join(args[:2])} failed: {proc.stderr[-2000:]}{_tail(log)}"
-                )
-
-        run(postgres_bin("initdb"), "-D", str(data), "-U", POSTGRES_ROLE, "--auth=trust",
-            "-E", "UTF8")  # fmt: skip
-        options = f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off"
-        pg_ctl = postgres_bin("pg_ctl")
-        run(pg_ctl, "-D", str(data), "-l", str(log), "-o", options, "-w",
-            "-t", str(POSTGRES_START_TIMEOUT_S), "start")  # fmt: skip
-        try:
-            yield f"postgresql://{POSTGRES_ROLE}@127.0.0.1:{port}/postgres"
-        finally:
-            run(pg_ctl, "-D", str(data), "-m", "fast", "-w", "stop")
+        with local_cluster(folder, durable=False) as url:
+            yield url
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
@@ -226,17 +176,21 @@ def model_endpoint(home: Path | None = None, log_dir: Path | None = None) -> Ite
 
 @contextmanager
 def hoprag_server(
-    home: Path | None = None, env: Mapping[str, str] | None = None, log_dir: Path | None = None
+    home: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    log_dir: Path | None = None,
+    production: bool = False,
 ) -> Iterator[str]:
-    """`hoprag serve` on a free loopback port, once it answers /ok; its URL. `env` adds
-    settings (HOPRAG_INDEX, HOPRAG_POSTGRES_URL, ...)."""
+    """`hoprag serve` (`production`: with --production, Aegra on HOPRAG_POSTGRES_URL) on a
+    free loopback port, once it answers its health check; its URL. `env` adds settings
+    (HOPRAG_INDEX, HOPRAG_POSTGRES_URL, ...)."""
     port = free_port()
     with (
         _log_folder(log_dir) as folder,
         service(
             "hoprag serve",
-            [sys.executable, "-m", "app.cli", "serve"],
-            f"http://127.0.0.1:{port}/ok",
+            [sys.executable, "-m", "app.cli", "serve", *(["--production"] if production else [])],
+            f"http://127.0.0.1:{port}/{'health' if production else 'ok'}",
             timeout_s=SERVE_START_TIMEOUT_S,
             env=hoprag_env(home, **{**(env or {}), "HOPRAG_PORT": str(port)}),
             cwd=SOURCE,

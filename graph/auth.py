@@ -30,7 +30,14 @@ LOCAL_USER = "local"  # every caller, when no tokens are configured
 auth = Auth()
 
 
-def caller(headers: Mapping[bytes, bytes], client: tuple[str, int] | None) -> str:
+def _header(headers: Mapping[Any, Any], name: str) -> str:
+    """A header from raw ASGI headers (bytes, as LangGraph Server passes them) or decoded
+    ones (str, as Aegra does)."""
+    value = headers.get(name.encode(), headers.get(name, ""))
+    return value.decode("latin-1") if isinstance(value, bytes) else str(value)
+
+
+def caller(headers: Mapping[Any, Any], client: tuple[str, int] | None) -> str:
     """The name of the user a request comes from; a 401 (403 for a caller no token can
     let in) otherwise. graph/webapp.py asks this before it reads a request's body."""
     if not TOKENS:
@@ -40,12 +47,10 @@ def caller(headers: Mapping[bytes, bytes], client: tuple[str, int] | None) -> st
                 detail="this server has no API tokens and answers loopback clients only",
             )
         return LOCAL_USER
-    bearer = headers.get(b"authorization", b"").decode("latin-1")
+    bearer = _header(headers, "authorization")
     scheme, _, credential = bearer.partition(" ")
     presented = (
-        credential.strip()
-        if scheme.lower() == "bearer"
-        else headers.get(b"x-api-key", b"").decode("latin-1").strip()
+        credential.strip() if scheme.lower() == "bearer" else _header(headers, "x-api-key").strip()
     )
     if not presented:
         raise Auth.exceptions.HTTPException(
@@ -64,8 +69,12 @@ def caller(headers: Mapping[bytes, bytes], client: tuple[str, int] | None) -> st
 
 
 @auth.authenticate
-async def authenticate(headers: dict[bytes, bytes], scope: dict[str, Any]) -> str:
-    return caller(headers, scope.get("client"))
+async def authenticate(
+    headers: Mapping[Any, Any], scope: Mapping[str, Any] | None = None
+) -> Auth.types.MinimalUserDict:
+    """LangGraph Server passes the ASGI scope too; Aegra only the headers, so its loopback
+    rule without tokens is kept by graph/webapp.py's check, which sees the client."""
+    return {"identity": caller(headers, (scope or {}).get("client"))}
 
 
 @auth.on

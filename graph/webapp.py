@@ -18,15 +18,16 @@ own CORS grants none (langgraph.json `http.cors`), and a page of any other origi
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
+from fastapi import FastAPI
 from langgraph_sdk import Auth
-from starlette.applications import Starlette
 from starlette.datastructures import Headers
 from starlette.middleware.cors import CORSMiddleware
 from starlette.responses import JSONResponse
@@ -35,6 +36,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from app.checks import check_name
 from app.errors import UserError
 from app.settings import (
+    EXPOSED_HEADERS,
     LOOPBACK_HOSTS,
     MAX_QUESTION_CHARS,
     MAX_THREAD_MESSAGES,
@@ -42,12 +44,14 @@ from app.settings import (
     Settings,
 )
 from graph.auth import caller
+from graph.replicas import heartbeat
 
 MAX_BODY_BYTES = 1 << 20
 # Writes that add messages to a stored thread: runs on it and state updates.
 THREAD_WRITE = re.compile(r"/threads/([^/]+)/(?:runs(?:/stream|/wait)?|state)")
-# What the SDK reads of a cross-origin reply: pagination and a created run's location.
-EXPOSED_HEADERS = ["x-pagination-total", "x-pagination-next", "content-location"]
+# Writes that start a run on a stored thread.
+RUN_START = re.compile(r"/threads/([^/]+)/runs(?:/stream|/wait)?")
+OFF_ROUTES = ("/store",)
 ROLES = frozenset({"human", "user", "ai", "assistant", "system"})
 INPUT_FIELDS = {"question", "messages", "gold_passage_ids"}
 
@@ -150,21 +154,28 @@ def check_request(body: Any) -> None:
         index = configurable["index"]
         if not isinstance(index, str):
             raise UserError("config.configurable.index must be an index name")
-        if not (Settings().indexes_dir / check_name(index) / "manifest.json").is_file():
+        settings = Settings()
+        if settings.production and index != settings.index:
+            raise UserError(f"this server answers on index {settings.index!r} only")
+        if not (settings.indexes_dir / check_name(index) / "manifest.json").is_file():
             raise UserError(f"no index named {index!r} on this server")
 
 
-async def check_thread_size(scope: Scope, body: Any) -> None:
-    """A run or state update may not take a stored thread past `MAX_THREAD_MESSAGES`."""
+async def check_thread_write(scope: Scope, body: Any) -> None:
+    """A run or state update goes to a thread the caller may read (Aegra checks the owner
+    of a thread when it is read, not when a run is added to it), and may not take it past
+    `MAX_THREAD_MESSAGES`."""
     write = THREAD_WRITE.fullmatch(scope["path"])
-    values = (body.get("input") or body.get("values")) if isinstance(body, dict) else None
-    if write is None or not isinstance(values, dict):
-        return
-    added = len(values.get("messages") or []) or int(bool(values.get("question")))
-    if not added:
+    if write is None:
         return
     stored = await thread_messages(scope, write.group(1))
-    if stored + added > MAX_THREAD_MESSAGES:
+    if stored is None:
+        raise Auth.exceptions.HTTPException(404, f"no thread {write.group(1)[:40]!r}")
+    values = (body.get("input") or body.get("values")) if isinstance(body, dict) else None
+    if not isinstance(values, dict):
+        return
+    added = len(values.get("messages") or []) or int(bool(values.get("question")))
+    if added and stored + added > MAX_THREAD_MESSAGES:
         raise UserError(
             f"the thread holds {stored} messages and this adds {added}; a thread holds at "
             f"most {MAX_THREAD_MESSAGES}",
@@ -172,9 +183,10 @@ async def check_thread_size(scope: Scope, body: Any) -> None:
         )
 
 
-async def thread_messages(scope: Scope, thread_id: str) -> int:
+async def thread_messages(scope: Scope, thread_id: str) -> int | None:
     """How many messages a thread holds, read from the server itself with the request's
-    own headers, so that its auth decides what the request may see (0: none it may)."""
+    own headers, so that its auth decides what the request may see; None: no thread
+    the request may see."""
     headers = [
         (name, value)
         for name, value in Headers(scope=scope).items()
@@ -183,6 +195,8 @@ async def thread_messages(scope: Scope, thread_id: str) -> int:
     transport = httpx.ASGITransport(app=scope["app"])
     async with httpx.AsyncClient(transport=transport, base_url="http://hoprag") as client:
         response = await client.get(f"/threads/{thread_id}", headers=headers)
+    if response.status_code == 404:
+        return None
     values = response.json().get("values") if response.status_code == 200 else None
     messages = values.get("messages") if isinstance(values, dict) else None
     return len(messages) if isinstance(messages, list) else 0
@@ -267,10 +281,17 @@ class RequestCheck:
             parsed = None  # not JSON: the server's own parser answers
         try:
             await asyncio.to_thread(check_request, parsed)  # it looks at index folders
-            await check_thread_size(scope, parsed)
+            await check_thread_write(scope, parsed)
         except UserError as exc:
             await _refuse(422, str(exc))(scope, receive, send)
             return
+        except Auth.exceptions.HTTPException as exc:
+            await _refuse(exc.status_code, exc.detail)(scope, receive, send)
+            return
+        replica = getattr(scope["app"].state, "replica", None)
+        run = RUN_START.fullmatch(scope["path"])
+        if replica is not None and run is not None:
+            await asyncio.to_thread(replica.requested, run.group(1))
         await self.app(scope, _replay(body, receive), send)
 
 
@@ -289,6 +310,36 @@ def _replay(body: bytes, receive: Receive) -> Receive:
     return replay
 
 
-app = Starlette()
+class RoutesOff:
+    """Pure ASGI middleware: the store's routes, which no graph uses, answer 404 (LangGraph
+    Server turns them off by langgraph.json; Aegra has no such switch)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"].startswith(OFF_ROUTES):
+            await _refuse(404, "the store is off on this server")(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
+# A FastAPI app, as Aegra requires of `http.app` (LangGraph Server takes any Starlette
+# one); no docs of its own: each server serves its API's.
+@contextlib.asynccontextmanager
+async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+    """On the production server, this replica's heartbeat and sweep (graph/replicas.py);
+    `langgraph dev` keeps its runs in its own process and needs neither."""
+    settings = Settings()
+    if not (settings.production and settings.postgres_url):
+        yield
+        return
+    async with heartbeat(settings.postgres_url) as replica:
+        app.state.replica = replica
+        yield
+
+
+app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan)
 app.add_middleware(RequestCheck)
+app.add_middleware(RoutesOff)
 app.add_middleware(OriginCheck)  # the outer one: a foreign page is refused before all else

@@ -112,10 +112,10 @@ def postgres_url() -> Iterator[str]:
 def serve_execs(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
     """`hoprag serve` without the server: the argument lists it would exec, run from the
     repository (where langgraph.json is)."""
-    from app.cli import ask
+    from app.cli import server
 
     started: list[list[str]] = []
-    monkeypatch.setattr(ask.os, "execve", lambda path, args, env: started.append(args))
+    monkeypatch.setattr(server.os, "execve", lambda path, args, env: started.append(args))
     monkeypatch.chdir(ROOT)
     return started
 

@@ -16,7 +16,7 @@ import pytest
 from langgraph_sdk import Auth, get_sync_client
 from langgraph_sdk.errors import PermissionDeniedError
 
-from app.cli import ask
+from app.cli import server
 from app.errors import UserError
 from app.settings import MIN_TOKEN_CHARS, OWNER_KEY, Settings
 from app.tokens import load_tokens, parse_tokens, user_of
@@ -125,17 +125,17 @@ def test_hoprag_serve_opens_an_interface_only_with_tokens(
     monkeypatch.setenv("HOPRAG_HOST", "0.0.0.0")
     monkeypatch.setenv("HOPRAG_API_TOKENS", "")
     with pytest.raises(UserError, match=r"serving on 0\.0\.0\.0 without auth is refused"):
-        ask.serve()
+        server.serve()
     monkeypatch.setenv("HOPRAG_API_TOKENS", "alice:short")
     with pytest.raises(UserError, match="at least"):
-        ask.serve()
+        server.serve()
     assert serve_execs == []
     path = tmp_path / "tokens"
     path.write_text(f"alice:{ALICE}\n")
     path.chmod(0o600)
     monkeypatch.setenv("HOPRAG_API_TOKENS", "")
     monkeypatch.setenv("HOPRAG_API_TOKENS_FILE", str(path))
-    ask.serve()
+    server.serve()
     assert serve_execs and serve_execs[0][serve_execs[0].index("--host") + 1] == "0.0.0.0"
 
 

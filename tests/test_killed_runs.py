@@ -23,8 +23,9 @@ from typing import Any
 import pytest
 
 from app.checkpoints import open_checkpointer, read_run
+from app.postgres import postgres_bin
 from app.settings import Settings
-from bench.services import postgres_bin, postgres_server
+from bench.services import postgres_server
 from tests.conftest import ROOT, assert_user_error
 from tests.fake_endpoint import FakeEndpoint, fake_endpoint
 

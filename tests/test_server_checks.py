@@ -19,7 +19,7 @@ from starlette.routing import Route
 from starlette.testclient import TestClient
 from typing_extensions import TypedDict
 
-from app.cli import ask
+from app.cli import server as serve_cli
 from app.errors import UserError
 from app.llm.gateway import LLMGateway
 from app.settings import (
@@ -65,6 +65,7 @@ class StandIn:
             routes=[
                 Route("/info", self.info),
                 Route("/threads/{tid}", self.thread),
+                Route("/threads/{tid}/runs", self.run, methods=["POST"]),
                 Route("/threads/{tid}/runs/wait", self.run, methods=["POST"]),
                 Route("/threads/{tid}/state", self.run, methods=["POST"]),
             ]
@@ -169,6 +170,7 @@ def test_out_of_range_requests_get_one_422_line_naming_the_range_and_no_run(
 ) -> None:
     stand_in, client = server
     thread = str(uuid.uuid4())
+    stand_in.stored[thread] = 0
     ok = {"assistant_id": "vanilla", "input": {"question": "Who founded Tavistrom College?"}}
     for change, message in OUT_OF_RANGE:
         response = client.post(f"/threads/{thread}/runs/wait", json={**ok, **change})
@@ -185,7 +187,7 @@ def test_a_thread_takes_no_more_than_its_message_limit(
     server: tuple[StandIn, TestClient],
 ) -> None:
     stand_in, client = server
-    full, roomy, unknown = (str(uuid.uuid4()) for _ in range(3))
+    full, roomy = str(uuid.uuid4()), str(uuid.uuid4())
     stand_in.stored = {full: MAX_THREAD_MESSAGES - 1, roomy: 10}
     turn = {"messages": [{"role": "user", "content": "and where was she born?"}]}
     two = {"messages": turn["messages"] * 2}
@@ -198,12 +200,28 @@ def test_a_thread_takes_no_more_than_its_message_limit(
     update = client.post(f"/threads/{full}/state", json={"values": two})
     assert update.status_code == 422
     assert stand_in.runs == []
-    for thread, values in [(full, turn), (roomy, two), (unknown, turn), (full, None)]:
+    for thread, values in [(full, turn), (roomy, two), (full, None)]:
         response = client.post(
             f"/threads/{thread}/runs/wait", json={"assistant_id": "deft", "input": values}
         )
         assert response.status_code == 200, response.text
-    assert len(stand_in.runs) == 4
+    assert len(stand_in.runs) == 3
+
+
+def test_a_run_on_a_thread_the_caller_cannot_read_is_a_404_and_reaches_nothing(
+    server: tuple[StandIn, TestClient],
+) -> None:
+    """Aegra checks a thread's owner when it is read, not when a run is added to it: the
+    check asks the server for the thread with the caller's own headers first."""
+    stand_in, client = server
+    unknown = str(uuid.uuid4())  # another user's thread looks the same: the server says 404
+    body = {"assistant_id": "deft", "input": {"question": "Who founded it?"}}
+    for path in (f"/threads/{unknown}/runs", f"/threads/{unknown}/runs/wait"):
+        response = client.post(path, json=body)
+        assert response.status_code == 404, response.text
+        assert response.json()["detail"] == f"no thread {unknown!r}"
+    assert client.post(f"/threads/{unknown}/state", json={"values": {}}).status_code == 404
+    assert stand_in.runs == []
 
 
 def test_a_thread_made_with_its_state_is_held_to_the_same_checks() -> None:
@@ -251,7 +269,7 @@ def test_hoprag_serve_on_loopback_says_what_studio_needs(
     """(An open interface without auth is refused: tests/test_auth.py.)"""
     monkeypatch.delenv("HOPRAG_CORS_ORIGINS", raising=False)
     monkeypatch.setenv("HOPRAG_HOST", "127.0.0.1")
-    ask.serve()
+    serve_cli.serve()
     assert serve_execs and serve_execs[0][serve_execs[0].index("--host") + 1] == "127.0.0.1"
     assert f"Studio needs HOPRAG_CORS_ORIGINS={STUDIO_ORIGIN}" in capsys.readouterr().err
 

@@ -1,7 +1,7 @@
 """The `hoprag` command line. Every user error is one clear line and a non-zero exit.
 
 One module per command group: `models` (models and the chat server), `index` (indexes,
-sentence graphs, QA caches), `ask` (ask, resume, trace, serve), `threads` (list, prune),
+sentence graphs, QA caches), `ask` (ask, resume, trace), `serve`, `threads` (list, prune),
 `eval` and `dm`.
 """
 
@@ -18,6 +18,7 @@ from app.cli.dm import dm_app
 from app.cli.eval import eval_app
 from app.cli.index import cache_app, graph_app, index_app
 from app.cli.models import llm_app, models_app
+from app.cli.server import serve
 from app.cli.threads import threads_app
 from app.errors import UserError, exit_with
 
@@ -39,7 +40,7 @@ app.add_typer(graph_app, name="graph")
 app.command("ask")(ask.ask)
 app.command("resume")(ask.resume)
 app.command("trace")(ask.trace_thread)
-app.command("serve")(ask.serve)
+app.command("serve")(serve)
 app.add_typer(threads_app, name="threads")
 app.add_typer(eval_app, name="eval")
 app.add_typer(cache_app, name="cache")

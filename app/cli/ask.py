@@ -1,5 +1,4 @@
-"""`hoprag ask`, `resume`, `trace` (one question's run, checkpointed and replayable) and
-`serve` (every graph behind `langgraph dev`).
+"""`hoprag ask`, `resume` and `trace`: one question's run, checkpointed and replayable.
 
 Command bodies import what loads models, stores or the graph (chromadb, langchain,
 langgraph, onnxruntime, torch) when they run, so that `hoprag --help` and light
@@ -9,12 +8,8 @@ commands start in a fraction of a second.
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import sys
 import textwrap
 import uuid
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -24,8 +19,7 @@ from app.cli.common import load_settings
 from app.errors import ServiceError, UserError
 from app.eval.metrics import prompt_reuse
 from app.index.documents import format_citations
-from app.settings import LOOPBACK_HOSTS, STUDIO_ORIGIN, TRACE_DECISION_BATCH, Settings
-from app.tokens import load_tokens
+from app.settings import TRACE_DECISION_BATCH, Settings
 
 TraceOpt = Annotated[bool, typer.Option("--trace", help="Show every step and decision live.")]
 
@@ -152,72 +146,6 @@ def trace_thread(
         typer.echo(f"  [{p['id']}] {p['title']}")
     cited = format_citations(values.get("citations") or [])
     typer.echo(f"cited: {cited or '(none)'}")
-
-
-def serve(
-    reload: Annotated[bool, typer.Option(help="Restart on code changes.")] = False,
-) -> None:
-    """Serve every graph of langgraph.json with `langgraph dev` (chat, Studio, SDK) on
-    HOPRAG_HOST:HOPRAG_PORT (loopback; any other interface only with API tokens);
-    offline unless you turn tracing on."""
-    settings = load_settings()
-    config = Path(__file__).resolve().parents[2] / "langgraph.json"
-    langgraph = shutil.which("langgraph", path=str(Path(sys.executable).parent))
-    if langgraph is None or not config.is_file():
-        raise UserError(
-            "`hoprag serve` needs langgraph-cli and a source checkout (langgraph.json)",
-            hint='pip install -e ".[dev]" in the repository',
-        )
-    tokens = load_tokens(settings)  # a malformed tokens file: one line here, not a crash
-    if settings.host not in LOOPBACK_HOSTS and not tokens:
-        raise UserError(
-            f"serving on {settings.host} without auth is refused: anyone who reaches it "
-            "could run graphs and read threads",
-            hint="set HOPRAG_API_TOKENS_FILE (docs/guide.md, 'Exposing the server'), "
-            "or serve on 127.0.0.1",
-        )
-    if settings.thread_retention_days:
-        _apply_retention(settings)
-    env = {
-        **os.environ,
-        "LANGGRAPH_CLI_NO_ANALYTICS": "1",
-        "LANGSMITH_TRACING": os.environ.get("LANGSMITH_TRACING", "false"),
-    }
-    args = [
-        langgraph,
-        "dev",
-        "--no-browser",
-        "--host",
-        settings.host,
-        "--port",
-        str(settings.port),
-        "--config",
-        str(config),
-        "--n-jobs-per-worker",
-        str(settings.jobs),
-        *([] if reload else ["--no-reload"]),
-    ]
-    origins = ", ".join(sorted(settings.allowed_origins))
-    typer.echo(
-        f"browser pages of {origins} may call it"
-        if origins
-        else f"no browser page may call it; Studio needs HOPRAG_CORS_ORIGINS={STUDIO_ORIGIN}",
-        err=True,
-    )
-    typer.echo(f"serving on http://{settings.host}:{settings.port} (Ctrl-C stops)", err=True)
-    os.chdir(config.parent)
-    os.execve(langgraph, args, env)
-
-
-def _apply_retention(settings: Settings) -> None:
-    """HOPRAG_THREAD_RETENTION_DAYS: threads of `hoprag ask` idle for longer are deleted
-    from the checkpointer (SQLite or Postgres) before the server starts."""
-    from app.checkpoints import open_checkpointer, prune_threads  # lazy: langgraph
-
-    days = settings.thread_retention_days
-    with open_checkpointer(settings) as saver:
-        pruned = prune_threads(saver, days)
-    typer.echo(f"retention: deleted {len(pruned)} thread(s) idle for over {days:g} days", err=True)
 
 
 def _run(

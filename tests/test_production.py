@@ -1,0 +1,200 @@
+"""The production server, `hoprag serve --production` (Aegra on PostgreSQL), with the
+README's client: a thread outlives a restart of its server and a replica killed in the
+middle of its run, and any replica serves any thread. The auth, 422 and CORS checks run
+against it too, in tests/test_auth.py and here.
+
+Two replicas share one database and one model endpoint (`hoprag llm serve`), as a
+deployment would; the chat model is the real one, on the sample index."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import pytest
+from langgraph_sdk import get_sync_client
+from langgraph_sdk.client import SyncLangGraphClient
+
+from app.llm.engine import free_port
+from app.settings import HEARTBEAT_S, REPLICA_LOST_S
+from bench.services import hoprag_env, model_endpoint, service
+from graph.replicas import LOST_RUN
+
+pytestmark = pytest.mark.e2e
+
+ALICE = "alice-token-0123456789abcdef"
+QUESTION = "Which river flows through the town where Tavistrom College is located?"
+ANSWER = "Ulden"
+FOREIGN = "https://evil.example"
+
+
+@pytest.fixture(scope="module")
+def database(postgres_url: str) -> str:
+    """A database of its own on the session's PostgreSQL server."""
+    import psycopg
+
+    name = f"production_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    return postgres_url.rsplit("/", 1)[0] + f"/{name}"
+
+
+@pytest.fixture(scope="module")
+def model_url(home: Path) -> Iterator[str]:
+    with model_endpoint(home) as url:
+        yield url
+
+
+@contextmanager
+def replica(
+    home: Path, index: str, database: str, model_url: str, log: Path
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """One `hoprag serve --production` on a free port, once /health answers."""
+    port = free_port()
+    env = hoprag_env(
+        home,
+        HOPRAG_INDEX=index,
+        HOPRAG_PORT=str(port),
+        HOPRAG_POSTGRES_URL=database,
+        HOPRAG_LLM_BASE_URL=model_url,
+        HOPRAG_API_TOKENS=f"alice:{ALICE}",
+        HOPRAG_QA_CACHE="off",  # each run its full length, so that a kill lands mid-run
+    )
+    args = [sys.executable, "-m", "app.cli", "serve", "--production"]
+    url = f"http://127.0.0.1:{port}"
+    with service("hoprag serve --production", args, f"{url}/health", timeout_s=180, env=env,
+                 log=log) as proc:  # fmt: skip
+        yield url, proc
+
+
+def client(url: str) -> SyncLangGraphClient:
+    return get_sync_client(url=url, headers={"Authorization": f"Bearer {ALICE}"})
+
+
+def ask(url: str, thread: str, question: str) -> list[str]:
+    """The README's client: one turn streamed with updates and custom events; the kinds
+    of event seen."""
+    events = []
+    for part in client(url).runs.stream(
+        thread,
+        "deft",
+        stream_mode=["updates", "custom"],
+        input={"messages": [{"role": "user", "content": question}]},
+    ):
+        assert part.event != "error", part.data
+        events.append(part.event)
+    return events
+
+
+def last_reply(url: str, thread: str) -> str:
+    return client(url).threads.get_state(thread)["values"]["messages"][-1]["content"]
+
+
+def test_a_thread_survives_a_restart_and_is_served_by_any_replica(
+    home: Path, sample_index: str, database: str, model_url: str, tmp_path: Path
+) -> None:
+    with replica(home, sample_index, database, model_url, tmp_path / "a.log") as (url, _):
+        thread = client(url).threads.create()["thread_id"]
+        events = ask(url, thread, QUESTION)
+        assert {"updates", "custom"} <= set(events)  # the decisions stream as custom events
+        assert ANSWER in last_reply(url, thread)
+    with replica(home, sample_index, database, model_url, tmp_path / "b.log") as (url, _):
+        assert ANSWER in last_reply(url, thread)  # read back after the restart
+        ask(url, thread, "Who founded it?")  # a follow-up turn on the new process
+        messages = client(url).threads.get_state(thread)["values"]["messages"]
+        assert len(messages) == 4 and "Sources:" in messages[-1]["content"]
+
+
+def test_a_replica_killed_mid_run_loses_no_thread_and_the_other_finishes_it(
+    home: Path, sample_index: str, database: str, model_url: str, tmp_path: Path
+) -> None:
+    with (
+        replica(home, sample_index, database, model_url, tmp_path / "a.log") as (url_a, proc_a),
+        replica(home, sample_index, database, model_url, tmp_path / "b.log") as (url_b, _),
+    ):
+        thread = client(url_a).threads.create()["thread_id"]
+        started = threading.Event()
+
+        def stream_on_a() -> None:
+            try:
+                for part in client(url_a).runs.stream(
+                    thread,
+                    "deft",
+                    stream_mode=["updates"],
+                    input={"messages": [{"role": "user", "content": QUESTION}]},
+                ):
+                    if part.event == "updates":
+                        started.set()
+            except (httpx.HTTPError, OSError):
+                pass  # its server is killed under it
+
+        streaming = threading.Thread(target=stream_on_a, daemon=True)
+        streaming.start()
+        assert started.wait(120), "the run on replica A never streamed a step"
+        os.killpg(proc_a.pid, signal.SIGKILL)
+        streaming.join(30)
+
+        other = client(url_b)
+        assert other.threads.get(thread)["thread_id"] == thread  # readable from B
+        # Each step is saved before the next starts: at least the run's input is there.
+        assert other.threads.get_history(thread, limit=100), "A's saved steps are lost"
+        # B marks the run failed once A has missed its heartbeats, saying how to go on.
+        [run] = other.runs.list(thread)
+        deadline = time.monotonic() + REPLICA_LOST_S + 6 * HEARTBEAT_S
+        while run["status"] == "running" and time.monotonic() < deadline:
+            time.sleep(HEARTBEAT_S)
+            run = other.runs.get(thread, run["run_id"])
+        assert run["status"] == "error", run
+        assert "hoprag resume" in run.get("error_message", LOST_RUN)
+        # `hoprag resume` continues it from its last saved step; B serves the answer.
+        env = hoprag_env(
+            home, HOPRAG_INDEX=sample_index, HOPRAG_POSTGRES_URL=database,
+            HOPRAG_LLM_BASE_URL=model_url, HOPRAG_QA_CACHE="off",
+        )  # fmt: skip
+        resumed = subprocess.run(
+            [sys.executable, "-m", "app.cli", "resume", thread, "--json"],
+            env=env, capture_output=True, text=True, timeout=600,
+        )  # fmt: skip
+        assert resumed.returncode == 0, resumed.stderr
+        assert ANSWER in json.loads(resumed.stdout)["answer"]
+        messages = other.threads.get_state(thread)["values"]["messages"]
+        assert [m["type"] for m in messages] == ["human", "ai"]
+        assert ANSWER in messages[-1]["content"]
+
+
+def test_out_of_range_settings_and_foreign_pages_are_refused_and_store_nothing(
+    home: Path, sample_index: str, database: str, model_url: str, tmp_path: Path
+) -> None:
+    with replica(home, sample_index, database, model_url, tmp_path / "a.log") as (url, _):
+        alice = {"Authorization": f"Bearer {ALICE}"}
+        with httpx.Client(base_url=url, headers=alice, timeout=60) as http:
+            thread = http.post("/threads", json={}).json()["thread_id"]
+            run = {"assistant_id": "deft", "input": {"question": QUESTION}}
+            for change, detail in [
+                ({"context": {"max_steps": 1000}}, "max_steps=1000 is out of range 1..12"),
+                ({"config": {"recursion_limit": 10**6}}, "out of range 1..200"),
+                ({"config": {"configurable": {"index": "other"}}}, "index 'sample' only"),
+            ]:
+                response = http.post(f"/threads/{thread}/runs", json={**run, **change})
+                assert response.status_code == 422, response.text
+                assert detail in response.json()["detail"]
+            assert http.get(f"/threads/{thread}/runs").json() == []
+            page = http.post("/threads", json={}, headers={"Origin": FOREIGN})
+            assert page.status_code == 403 and "access-control-allow-origin" not in page.headers
+            preflight = http.options(
+                "/threads", headers={"Origin": FOREIGN, "Access-Control-Request-Method": "POST"}
+            )
+            assert "access-control-allow-origin" not in preflight.headers
+            assert http.post("/store/items/search", json={}).status_code == 404
+            searched = http.post("/threads/search", json={}).json()
+            assert thread in {t["thread_id"] for t in searched}
