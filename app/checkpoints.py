@@ -262,10 +262,18 @@ def read_run(saver: BaseCheckpointSaver, thread_id: str) -> RunRecord:
     A subgraph run as a node (DeFT's hop) checkpoints under a namespace of its own: its
     steps are listed where they ran, in place of the node that ran them (whose writes
     only repeat theirs), and a run stopped inside it is due at the subgraph's next step.
-    Checkpoint ids grow with time, so sorting by them interleaves the namespaces."""
-    history = sorted(
-        saver.list({"configurable": {"thread_id": thread_id}}), key=lambda t: t.checkpoint["id"]
-    )
+    Checkpoint ids grow with time; subgraphs that ran at once (a comparison's fan-out)
+    are listed one after the other, each from where it started."""
+    saved = list(saver.list({"configurable": {"thread_id": thread_id}}))
+    started: dict[str, str] = {}
+    for t in saved:
+        started[_namespace(t)] = min(started.get(_namespace(t), "~"), t.checkpoint["id"])
+
+    def in_order(t: Any) -> tuple[str, str]:
+        inside = _namespace(t)
+        return (started[inside] if inside else t.checkpoint["id"], t.checkpoint["id"])
+
+    history = sorted(saved, key=in_order)
     runs = [t for t in history if not _namespace(t)]
     if not runs:
         raise no_such_run(thread_id)

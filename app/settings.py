@@ -249,6 +249,7 @@ DEFT_SETTINGS = (
     "qa_cache",
     "graph_expansion",
     "sub_questions",
+    "fan_out_comparisons",
 )
 # Settings a run's `context` may change (the method's knobs). Where models, files and
 # endpoints live is the operator's choice alone, never a request's.
@@ -521,6 +522,14 @@ class Settings:
             "until one is refused, then a decomposition's steps come first; 'plan': the "
             "decomposition, made at the first step, gives each next sub-question (answers "
             "put in for #k), the writer only where no planned step can be asked."
+        },
+    )
+    fan_out_comparisons: bool = field(
+        default=True,
+        metadata={
+            "description": "A comparison's steps ask one sub-question per option at once, "
+            "in parallel branches (the writer writes one, the others name the other "
+            "options in its place); off: one sub-question at a time, as for chains."
         },
     )
     trained_dm: bool = field(

@@ -1091,6 +1091,58 @@ def injection() -> Section:
     return _section("Hostile passages", *parts), standing
 
 
+def comparisons() -> Section:
+    """Comparisons in parallel (bench.comparisons): `deft` with a comparison's steps fanned
+    out against the same steps one at a time, in one session."""
+    r = load_results("comparisons")
+    if not r:
+        return "", []
+    from bench.comparisons import SPEEDUP_TARGET
+
+    rows = [x for x in r["rows"] if not x["tag"] and x.get("shared")]
+    table = []
+    for x in rows:
+        for mode in ("serial", "fanout"):
+            m = x[mode]
+            change = x["median_change"] if mode == "fanout" else None
+            p = f"{x['mcnemar_p']}" if mode == "fanout" else ""
+            table.append(
+                [x["benchmark"], mode, m["questions"], m["em"], m["llm_calls"], m["median_s"],
+                 m["p90_s"], f"{change:+.1%}" if change is not None else "", _p(p)]
+            )  # fmt: skip
+    parts: list[str | list[str]] = [
+        _header(r) + "`deft` on every comparison and bridge_comparison question of "
+        "2WikiMultihopQA's dev split and on HotpotQA's dev questions that compare named "
+        "options (the option parser's, as the copy here has no question type), with "
+        "`HOPRAG_FAN_OUT_COMPARISONS` on (`fanout`: one step per option at once, in parallel "
+        "branches) and off (`serial`: one step at a time), each from a cold QA cache. "
+        "`calls`: LLM calls per question; seconds per question; `p (EM)`: McNemar's exact "
+        "test against `serial`.",
+        _table(
+            ["benchmark", "mode", "n", "EM", "calls", "median s", "p90 s", "median", "p (EM)"],
+            table,
+        ),
+    ]
+    met = bool(rows) and all(
+        -x["median_change"] >= SPEEDUP_TARGET
+        and (x["fanout"]["em"] >= x["serial"]["em"] or not _significant(_p(f"{x['mcnemar_p']}")))
+        for x in rows
+    )
+    now = ", ".join(
+        f"{x['benchmark']} {x['median_change']:+.1%}, EM {x['serial']['em']:.3f} / "
+        f"{x['fanout']['em']:.3f} ({_p_says(_p(str(x['mcnemar_p'])))})"
+        for x in rows
+    )
+    standing: list[Standing] = [
+        (
+            f"comparison median seconds down ≥{SPEEDUP_TARGET:.0%}, EM not lower (issue 53)",
+            now or "no run",
+            _met(met),
+        )
+    ]
+    return _section("Comparisons in parallel", *parts), standing
+
+
 def _against_archive(
     archived: dict[str, str], later: dict[str, str] | None = None
 ) -> tuple[list[tuple[str, int, dict[str, Any], dict[str, Any], dict[str, Any]]], list[str]]:
@@ -1606,6 +1658,7 @@ def main() -> None:
         decision_model(),
         documents(),
         injection(),
+        comparisons(),
         serving(),
         engine_speed(),
         deft_speed(),

@@ -32,6 +32,7 @@ import os
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 from app.index.graph_build import GRAPH_FILE
 from app.settings import Settings
@@ -77,6 +78,17 @@ def slice_args(slice_: str, limit: int | None = None) -> list[str]:
     ]
 
 
+def prepare_index(data: Path, bench: str) -> None:
+    """The benchmark's index and sentence graph, built where missing (no-op when the
+    index is up to date)."""
+    subprocess.run(
+        [HOPRAG, "index", str(data / bench / "corpus.json"), "--name", bench, "--quiet"],
+        check=True,
+    )
+    if not (Settings().indexes_dir / bench / GRAPH_FILE).is_file():
+        subprocess.run([HOPRAG, "graph", "build", "--index", bench, "--quiet"], check=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument(
@@ -102,13 +114,8 @@ def main() -> None:
     # `kill` stops the run this started too, as Ctrl-C does: subprocess.run kills its
     # child on any exception (a cut-short results line is dropped and its question reruns).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
-    for bench in args.benchmarks:  # no-op when the index is up to date
-        subprocess.run(
-            [HOPRAG, "index", str(data / bench / "corpus.json"), "--name", bench, "--quiet"],
-            check=True,
-        )
-        if not (Settings().indexes_dir / bench / GRAPH_FILE).is_file():
-            subprocess.run([HOPRAG, "graph", "build", "--index", bench, "--quiet"], check=True)
+    for bench in args.benchmarks:
+        prepare_index(data, bench)
     for name in args.systems:
         system, env = VARIANTS.get(name, (name, {}))
         for bench in args.benchmarks:

@@ -1,7 +1,8 @@
 """The DeFT graph (docs/method.md section 1): an explicit state machine whose every step is a node
 and whose every yes/no choice is a decision-model judgement, routed by named edges. One step
 of the sub-question loop is a subgraph of its own (`build_hop`), which the turn's graph
-(`build_deft`) runs as its node `hop`."""
+(`build_deft`) runs as its node `hop`. A comparison's steps fan out: one hop per option,
+sent at once with `Send` and run in parallel (nodes/options.py); chains stay serial."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any, Literal
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
+from langgraph.types import Send
 
 from app.settings import Settings
 from graph.resources import Resources
@@ -23,19 +25,57 @@ from nodes.evidence import select_evidence
 from nodes.expand import expand_from_graph, expansion_reason
 from nodes.final import answer_from_qa_table, fallback_answer
 from nodes.guard import guard_self_contained
+from nodes.options import write_option_sub_questions
 from nodes.qa_table import update_qa_table
 from nodes.relevance import filter_relevant
 from nodes.retrieve import retrieve_for_sub_question, retrieve_question_passages
 from nodes.sub_question import write_sub_question
 from nodes.sufficiency import check_sufficiency
 from tools.answer_rules import is_unknown
+from tools.comparison import compared_options
 from tools.step_limits import loop_end
 
 HOP = "hop"  # the parent's node that runs one step of the loop: the hop subgraph
+OPTIONS = "write_option_sub_questions"  # a comparison's next steps, one per option
 
 
-def route_after_direct_check(state: DeftState) -> Literal["answer_directly", "hop"]:
-    return "answer_directly" if state.get("direct") else HOP
+def next_steps(
+    state: DeftState, runtime: Runtime[Settings]
+) -> Literal["hop", "write_option_sub_questions"]:
+    """A comparison of named options, with fan-out on, writes its next steps for every
+    option at once; any other question takes one step."""
+    fan_out = Settings.of(runtime).fan_out_comparisons
+    return OPTIONS if fan_out and compared_options(state.get("question", "")) else HOP
+
+
+def route_after_direct_check(
+    state: DeftState, runtime: Runtime[Settings]
+) -> Literal["answer_directly", "hop", "write_option_sub_questions"]:
+    return "answer_directly" if state.get("direct") else next_steps(state, runtime)
+
+
+def step_input(state: DeftState, sub_question: str, branch: int) -> StepInput:
+    """What a branch of a fan-out starts from: the turn's keys, its own sub-question, and
+    the step number after those of the branches sent before it."""
+    return StepInput(
+        question=state["question"],
+        hop=state.get("hop", 0) + branch,
+        sub_question=state.get("sub_question", ""),
+        plan=state.get("plan") or [],
+        plan_step=state.get("plan_step", 0),
+        qa_table=state.get("qa_table") or [],
+        unanswerable=state.get("unanswerable") or [],
+        given=sub_question,
+    )
+
+
+def route_to_branches(state: DeftState) -> list[Send] | Literal["hop"]:
+    """One hop per sub-question written for the options, all sent at once; none written
+    (the chains are uneven): one step, whose writer writes it."""
+    branches = state.get("branches") or []
+    if not branches:
+        return HOP
+    return [Send(HOP, step_input(state, q, n)) for n, q in enumerate(branches)]
 
 
 def route_after_sub_question(state: StepState) -> Literal["guard_self_contained", "__end__"]:
@@ -72,12 +112,12 @@ def route_after_hop(state: DeftState) -> Literal["check_sufficiency", "fallback_
 
 def route_after_sufficiency(
     state: DeftState, runtime: Runtime[Settings]
-) -> Literal["answer_from_qa_table", "hop", "fallback_answer"]:
+) -> Literal["answer_from_qa_table", "hop", "write_option_sub_questions", "fallback_answer"]:
     if state.get("sufficient"):
         return "answer_from_qa_table"
     if loop_end(state, Settings.of(runtime).max_steps):
         return "fallback_answer"
-    return HOP
+    return next_steps(state, runtime)
 
 
 def route_after_final_answer(state: DeftState) -> Literal["fallback_answer", "reply"]:
@@ -138,7 +178,8 @@ def build_hop(resources: Resources) -> CompiledStateGraph:
 
 def build_deft(resources: Resources, checkpointer: Any = None) -> CompiledStateGraph:
     """The turn: retrieve for Q, the direct-answer check, then steps of the hop subgraph
-    until the QA table suffices (LLM_fin) or the loop ends (the fallback)."""
+    until the QA table suffices (LLM_fin) or the loop ends (the fallback). A comparison
+    takes its steps one per option at once, where it can (`route_to_branches`)."""
     dm, gateway, retriever, index = (
         resources.dm,
         resources.gateway,
@@ -155,6 +196,10 @@ def build_deft(resources: Resources, checkpointer: Any = None) -> CompiledStateG
         "answer_directly",
         partial(answer_directly, dm=dm, gateway=gateway, index=index),
     )
+    builder.add_node(
+        OPTIONS,
+        partial(write_option_sub_questions, gateway=gateway, examples=resources.examples),
+    )
     builder.add_node(HOP, build_hop(resources))
     builder.add_node("check_sufficiency", partial(check_sufficiency, dm=dm))
     builder.add_node("answer_from_qa_table", partial(answer_from_qa_table, gateway=gateway))
@@ -166,6 +211,7 @@ def build_deft(resources: Resources, checkpointer: Any = None) -> CompiledStateG
     builder.add_edge("retrieve_question_passages", "check_direct_answer")
     builder.add_conditional_edges("check_direct_answer", route_after_direct_check)
     builder.add_edge("answer_directly", REPLY)
+    builder.add_conditional_edges(OPTIONS, route_to_branches, [HOP])
     builder.add_conditional_edges(HOP, route_after_hop)
     builder.add_conditional_edges("check_sufficiency", route_after_sufficiency)
     builder.add_conditional_edges("answer_from_qa_table", route_after_final_answer)

@@ -1,5 +1,7 @@
 """Graph states. Reducers are explicit: `messages`, `thoughts`, `decisions` and `notes`
-append, `passages` merge, everything else replaces. A thread keeps its state between runs
+append, `passages` merge, DeFT's QA table and unanswerable sub-questions join, and the
+keys a comparison's parallel steps all hand back take the last (`latest`) or the highest
+(`furthest`) value; everything else replaces. A thread keeps its state between runs
 (chat turns): `fresh_turn` clears everything but the conversation at the start of each
 turn."""
 
@@ -79,10 +81,34 @@ def merge_passages(old: list[Passage] | None, new: list[Passage] | None) -> list
     return list(merged.values())
 
 
+def join_new(old: list[Any] | None, new: list[Any] | None) -> list[Any]:
+    """`old`, then what `new` holds that it does not, in order. A step hands back the
+    whole QA table it started from with its own row added; the parallel steps of a
+    comparison's fan-out each do so, and their rows join the table in the order the
+    turn sent them."""
+    joined = list(old or [])
+    joined += [item for item in new or [] if item not in joined]
+    return joined
+
+
+def latest(old: Any, new: Any) -> Any:
+    """The last value written: what a plain key keeps, for the keys that the parallel
+    steps of a fan-out all hand back (the question, the plan; the sub-question of the
+    last branch sent)."""
+    return new
+
+
+def furthest(old: int, new: int) -> int:
+    """The highest step counter written: the branches of a fan-out are numbered one
+    after another (graph/deft.py), so the turn counts every one of them."""
+    return max(old, new)
+
+
 class StepInput(TypedDict, total=False):
     """What one step of the sub-question loop reads of the turn (graph/deft.py: the hop
     subgraph): the question, the QA table and the unanswerable sub-questions so far, the
-    step counter, the decomposition, and the last step's sub-question."""
+    step counter, the decomposition, and the last step's sub-question; for a branch of a
+    comparison's fan-out, the sub-question the turn wrote for it (`given`)."""
 
     question: str
     hop: int  # t, the sub-question step counter
@@ -91,6 +117,7 @@ class StepInput(TypedDict, total=False):
     plan_step: int  # plan steps before this one were asked already (answered or not)
     qa_table: list[Row]
     unanswerable: list[str]
+    given: str  # asked as it is, without the writer (nodes/options.py)
 
 
 class StepState(TypedDict, total=False):
@@ -101,13 +128,15 @@ class StepState(TypedDict, total=False):
     empty. The step's output is this whole state, as a subgraph streams only its output
     keys and the trace shows each step's; the turn keeps the keys it shares with it (the
     whole table and lists, which replace its own; this step's decisions and passages,
-    which join its own) and drops the rest."""
+    which join its own) and drops the rest. The parallel steps of a comparison's fan-out
+    hand back theirs at once: the turn's reducers join them."""
 
     question: str
     hop: int
     sub_question: str
     plan: list[str]
     plan_step: int
+    given: str
     written_by: str  # writer | writer, told why | decomposition | the question itself
     rejected: list[Rejection]  # this step's candidate sub-questions the rules refused
     rewritten_from: str
@@ -127,17 +156,22 @@ class StepState(TypedDict, total=False):
 class DeftState(TurnState, total=False):
     """The DeFT state machine (docs/method.md section 1): what a turn keeps. The LLM never
     tracks state: this does. Each step of the sub-question loop runs in the hop subgraph
-    (`StepState`) and hands back the whole table and lists, which replace these."""
+    (`StepState`) and hands back the whole table and lists, whose new rows join these;
+    a comparison's steps may run in parallel, one per option (`branches`), and hand back
+    theirs at once."""
 
+    question: Annotated[str, latest]
     question_passages: list[Passage]  # R_w(Q)
     question_retrieval: list[float]  # Retriever.retrieval_signals of the search for R_w(Q)
     direct: bool
-    hop: int  # t, the sub-question step counter
-    sub_question: str  # the last step's sub-question ("" when none could be asked)
-    plan: list[str]
-    plan_step: int
-    qa_table: list[Row]
-    unanswerable: list[str]
+    hop: Annotated[int, furthest]  # t, the sub-question step counter
+    # the last step's sub-question ("" when none could be asked)
+    sub_question: Annotated[str, latest]
+    plan: Annotated[list[str], latest]
+    plan_step: Annotated[int, latest]
+    branches: list[str]  # the sub-questions the next steps ask at once, one per option
+    qa_table: Annotated[list[Row], join_new]
+    unanswerable: Annotated[list[str], join_new]
     sufficient: bool
     decisions: Annotated[list[Decision], operator.add]
     passages: Annotated[list[Passage], merge_passages]

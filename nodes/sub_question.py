@@ -15,6 +15,9 @@ other first step either, is taken as a sign of a one-hop question, asked as it i
 Without any askable sub-question the step is spent and the graph moves on (the hop
 counter bounds every loop).
 
+A branch of a comparison's fan-out (graph/deft.py) is given its sub-question by the turn
+(`given`, written once for every option: nodes/options.py) and asks it as it is.
+
 With `sub_questions = "plan"` the decomposition is made at the first step, before any
 writer call, and gives each next sub-question the same way. The rules that judge a
 sub-question and pick a plan's next step are in tools/question_rules.py (`rejection`,
@@ -29,22 +32,16 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.runtime import Runtime
 
 from app.llm.gateway import LLMGateway
-from app.settings import SUB_QUESTION_TOKENS, WRITER_EXAMPLES, Settings
+from app.settings import SUB_QUESTION_TOKENS, Settings
 from graph.state import StepState
-from prompts import load_prompt
 from tools.comparison import missing_dates
-from tools.examples import ExampleBank, render_steps
-from tools.planning import plan_sub_questions
+from tools.examples import ExampleBank
+from tools.planning import plan_sub_questions, writer_messages
 from tools.question_rules import clean_sub_question, hint, next_plan_step, rejection
 from tools.records import Rejection
 
 NO_ASKABLE_STEP = "no askable step"  # the trace's reason for a planned step not asked
-
-
-def render_forbidden(unanswerable: list[str]) -> str:
-    if not unanswerable:
-        return ""
-    return hint("forbidden", listed="\n".join(f"- {q}" for q in unanswerable))
+GIVEN = "fan-out"  # the trace's writer of a branch's sub-question, which the turn wrote
 
 
 def planned_step(
@@ -66,17 +63,14 @@ def write_sub_question(
     state: StepState, runtime: Runtime[Settings], *, gateway: LLMGateway, examples: ExampleBank
 ) -> dict[str, Any]:
     plan = state.get("plan") or []
+    if state.get("given"):  # a fan-out branch: the turn wrote it (nodes/options.py)
+        return next_step(state, state["given"], GIVEN, [], plan)
     if plan or Settings.of(runtime).sub_questions == "plan" or found_no_answer(state):
         plan, position, planned = planned_step(plan, state, gateway=gateway, examples=examples)
         if planned:
             return next_step(state, planned, "decomposition", [], plan, position)
     table = state.get("qa_table") or []
-    messages = load_prompt("write_sub_question").format_messages(
-        examples=examples.render(state["question"], WRITER_EXAMPLES),
-        question=state["question"],
-        known=render_steps([(row["sub_question"], row["answer"]) for row in table]),
-        forbidden=render_forbidden(state.get("unanswerable") or []),
-    )
+    messages = writer_messages(state["question"], table, state.get("unanswerable") or [], examples)
     sub_question = clean_sub_question(gateway.invoke(messages, max_tokens=SUB_QUESTION_TOKENS))
     reason = rejection(sub_question, state)
     if not reason:

@@ -28,16 +28,23 @@ def judged_deep(state: DeftState) -> bool:
     return any(d["kind"] == "depth" and not d["outcome"] for d in state.get("decisions") or [])
 
 
+def rows_judged(state: DeftState) -> int:
+    """The rows of the QA table the last sufficiency judgement saw (0 before any): the
+    rows after them came from the steps since, one, or one per option of a fan-out."""
+    suff = [d for d in state.get("decisions") or [] if d["kind"] == "suff"]
+    return suff[-1]["inputs"][0] if suff else 0
+
+
 def check_sufficiency(
     state: DeftState, runtime: Runtime[Settings], *, dm: DecisionModel
 ) -> dict[str, Any]:
     table = state.get("qa_table") or []
-    grew = bool(table) and table[-1]["sub_question"] == state.get("sub_question")
-    if not grew:
+    new = table[rows_judged(state) :]
+    if not new:
         return {"sufficient": False}  # F_t == F_{t-1}: the last judgement still holds
     settings = Settings.of(runtime)
     question = state["question"]
-    if asks_the_question(table[-1], question):
+    if any(asks_the_question(row, question) for row in new):
         p_yes, seconds, backend = 1.0, 0.0, RULE
     elif is_date_comparison(question):  # sufficient exactly when the two dates are in
         p_yes, seconds = timed(lambda: float(compare_dates(question, table) is not None))

@@ -13,9 +13,12 @@ from tools.comparison import (
     Date,
     as_tool,
     compare_dates,
+    compared_options,
     comparison_options,
+    for_each_option,
     is_date,
     missing_dates,
+    option_frontiers,
     option_reached,
     parse_date,
     same_value,
@@ -422,3 +425,113 @@ def test_a_row_that_asks_the_question_itself_answers_it() -> None:
     assert dm.asked == 1
     llm_fin = ScriptedWriter("Augustin Reyvald")
     assert answer_from_qa_table(other, gateway=llm_fin)["answer"] == "Augustin Reyvald"  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("question", "options"),
+    [
+        # "Which one, A or B?" and "out of A and B" (`comparison_options`)
+        ("Which film came out first, Run The Race or Cup-Tie Honeymoon?",
+         ("Run The Race", "Cup-Tie Honeymoon")),
+        ("Who was born first out of Marco De Luigi and Fabio Maistro?",
+         ("Marco De Luigi", "Fabio Maistro")),
+        # ... and B ends at a comma that goes on in lower case
+        ("Which person, William Blake Herron or John Carpenter, held more diverse roles?",
+         ("William Blake Herron", "John Carpenter")),
+        ("Which film came out earlier, Murder, She Said or Story Of Barbara?",
+         ("Murder, She Said", "Story Of Barbara")),
+        # yes/no questions that set two names side by side
+        ("Was Sammy Hagar or Renaud Garcia-Fons born first?",
+         ("Sammy Hagar", "Renaud Garcia-Fons")),
+        ("Are Ailes Gilmour and Chris Schwinden of the same nationality?",
+         ("Ailes Gilmour", "Chris Schwinden")),
+        ("Are both Țerova and Slava (River) located in the same country?",
+         ("Țerova", "Slava (River)")),
+        ("Do the movies Thor The Conqueror and City Of Pain, originate from the same country?",
+         ("Thor The Conqueror", "City Of Pain")),
+        ("Do director of film An Ideal Woman and director of film Goodbye Emmanuelle share the "
+         "same nationality?", ("An Ideal Woman", "Goodbye Emmanuelle")),
+        ("Are both directors of films The Pit And The Pendulum (1913 Film) and How Sweet It Is! "
+         "from the same country?", ("The Pit And The Pendulum (1913 Film)", "How Sweet It Is!")),
+        ("Does Leslie Pietrzyk have the same nationality as Marianne Wiggins?",
+         ("Leslie Pietrzyk", "Marianne Wiggins")),
+        ("Were Scott Derrickson and Ed Wood of the same nationality?",
+         ("Scott Derrickson", "Ed Wood")),
+        ("Are the Laleli Mosque and Esma Sultan Mansion located in the same neighborhood?",
+         ("Laleli Mosque", "Esma Sultan Mansion")),
+        ("Is the Atlanta Hawks or the Charlotte Hornets older?",
+         ("Atlanta Hawks", "Charlotte Hornets")),
+        # no comparison: a chain, a yes/no question about one thing, two names not compared
+        ("Which river flows through the town where Tavistrom College is located?", ()),
+        ("Is Tavistrom College in Brisk Hollow?", ()),
+        ("Did Tom Clegg and Dennis Hopper make a film together?", ()),
+        ("Who directed Run The Race or Cup-Tie Honeymoon", ()),
+    ],
+)  # fmt: skip
+def test_compared_options(question: str, options: tuple[str, ...]) -> None:
+    assert compared_options(question) == options
+
+
+DOG = "Which film has the director who is older, The Inside Man (Film) or Dog'S Heart?"
+OPTIONS = ("The Inside Man (Film)", "Dog'S Heart")
+
+
+@pytest.mark.parametrize(
+    ("table", "frontiers"),
+    [
+        ([], list(OPTIONS)),  # before any row: the options themselves
+        (BRIDGE[:1] + BRIDGE[2:3], ["Tom Clegg", "Alberto Lattuada"]),  # one row each
+        (BRIDGE, ["1934", "15 October 1914"]),
+        # one option's chain fell behind: its next step is the writer's alone
+        (BRIDGE[:2], None),
+        (BRIDGE[:1], None),
+        # a row about both options lends its answer to neither
+        ([(DOG, "Dog's Heart", 9)], list(OPTIONS)),
+        # the same name reached by both: one question, not two
+        ([("Who directed The Inside Man?", "Tom Clegg", 1),
+          ("Who directed Dog's Heart?", "Tom Clegg", 2)], None),
+    ],
+)  # fmt: skip
+def test_option_frontiers(table: list[tuple[str, str, int]], frontiers: list[str] | None) -> None:
+    assert option_frontiers(OPTIONS, rows(*table)) == frontiers
+
+
+@pytest.mark.parametrize(
+    ("sub_question", "frontiers", "asked"),
+    [
+        ("Who directed The Inside Man?", OPTIONS,
+         ["Who directed The Inside Man?", "Who directed Dog'S Heart?"]),
+        # written in other case, and with the qualifier: the other's name as the question has it
+        ("Who directed Dog's Heart?", OPTIONS,
+         ["Who directed The Inside Man (Film)?", "Who directed Dog's Heart?"]),
+        ("When was Alberto Lattuada born?", ("Tom Clegg", "Alberto Lattuada"),
+         ["When was Tom Clegg born?", "When was Alberto Lattuada born?"]),
+        # naming both, or neither: no sub-question per option
+        ("Which came first, The Inside Man or Dog's Heart?", OPTIONS, []),
+        ("Who directed the film?", OPTIONS, []),
+        # named in words the rule cannot find as such
+        ("Who directed Inside Man (Film)?", OPTIONS, []),
+    ],
+)  # fmt: skip
+def test_for_each_option(sub_question: str, frontiers: tuple[str, ...], asked: list[str]) -> None:
+    assert for_each_option(sub_question, frontiers) == asked
+
+
+def test_sufficiency_judges_every_row_a_fan_out_added() -> None:
+    """Two parallel steps add two rows at once: the rows after those the last judgement
+    saw are new, whichever branch's sub-question the turn kept last."""
+    question = "Which film has the director born first, The Inside Man or Dog's Heart?"
+    judged = {"kind": "suff", "inputs": [2], "outcome": False}
+    state = {
+        "question": question,
+        "qa_table": rows(*BRIDGE[:1], *BRIDGE[2:3], *BRIDGE[1:2], *BRIDGE[3:]),
+        "sub_question": BRIDGE[1][0],  # the branch that found a date
+        "decisions": [judged],
+        "hop": 4,
+    }
+    dm = DecisionModel(gateway=None, embedder=None, calibration=OFF)
+    update = check_sufficiency(state, Runtime(), dm=dm)  # type: ignore[arg-type]
+    assert update["sufficient"] is True and update["decisions"][0]["inputs"] == [4]
+    # No row since the last judgement: it still holds, and nothing is asked.
+    again = {**state, "decisions": [judged, update["decisions"][0]], "sufficient": True}
+    assert check_sufficiency(again, Runtime(), dm=dm) == {"sufficient": False}

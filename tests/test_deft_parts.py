@@ -108,15 +108,15 @@ def test_fallback_keeps_the_retrieval_head_and_relevant_lower_passages(
 
 
 def test_routing() -> None:
-    assert route_after_direct_check({"direct": True}) == "answer_directly"
-    assert route_after_direct_check({"direct": False}) == "hop"
+    runtime = Runtime(Settings(max_steps=3))
+    assert route_after_direct_check({"direct": True}, runtime) == "answer_directly"
+    assert route_after_direct_check({"direct": False}, runtime) == "hop"
     assert route_after_cache({"cache_hit": {"answer": "x"}}) == "update_qa_table"
     assert route_after_cache({"cache_hit": None}) == "retrieve_for_sub_question"
     assert route_after_sub_question({"sub_question": "Who?"}) == "guard_self_contained"
     assert route_after_sub_question({"sub_question": ""}) == "__end__"  # the step ends
     assert route_after_hop({"sub_question": "Who?"}) == "check_sufficiency"
     assert route_after_hop({"sub_question": ""}) == "fallback_answer"
-    runtime = Runtime(Settings(max_steps=3))
     assert route_after_sufficiency({"sufficient": True, "hop": 3}, runtime) == (
         "answer_from_qa_table"
     )
@@ -126,6 +126,12 @@ def test_routing() -> None:
     assert route_after_sufficiency(one_dead_end, runtime) == "hop"
     two_dead_ends = {**one_dead_end, "unanswerable": ["Who?", "Where?"]}
     assert route_after_sufficiency(two_dead_ends, runtime) == "fallback_answer"
+    # A comparison writes its next steps for every option at once, unless fan-out is off.
+    compared = {"question": "Who was born first, Ann Obi or Bo Lind?", "hop": 2}
+    assert route_after_direct_check(compared, runtime) == "write_option_sub_questions"
+    assert route_after_sufficiency(compared, runtime) == "write_option_sub_questions"
+    serial = Runtime(Settings(max_steps=3, fan_out_comparisons=False))
+    assert route_after_sufficiency(compared, serial) == "hop"
     # The fallback's trace says why the loop handed over.
     dead_end = {**two_dead_ends, "sub_question": "Where?"}
     assert fallback_reason(dead_end, 3) == "2 sub-questions found no answer"
@@ -757,7 +763,9 @@ def test_a_new_turn_clears_the_last_one_but_keeps_the_chat() -> None:
 
     fresh = fresh_turn(DeftState)
     assert "messages" not in fresh and "question" not in fresh
-    assert fresh["hop"] == 0 and fresh["qa_table"] == [] and fresh["notes"] == Overwrite([])
+    # the QA table and the hop count have reducers too (a comparison's parallel steps)
+    assert fresh["hop"] == Overwrite(0) and fresh["qa_table"] == Overwrite([])
+    assert fresh["notes"] == Overwrite([]) and fresh["answer"] == ""
     last_turn = {
         "messages": [HumanMessage("Who founded X?"), AIMessage("Ann"), HumanMessage("and Y?")],
         "question": "Who founded X?",
@@ -768,7 +776,8 @@ def test_a_new_turn_clears_the_last_one_but_keeps_the_chat() -> None:
     update = take_question(last_turn, fresh=fresh)
     assert update["question"] == "and Y?"  # the chat message just sent, not the old field
     assert "messages" not in update  # it is in the chat already
-    assert update["hop"] == 0 and update["qa_table"] == [] and update["answer"] == ""
+    assert update["hop"] == Overwrite(0) and update["qa_table"] == Overwrite([])
+    assert update["answer"] == ""
     assert "decisions" not in update  # only what the thread holds is cleared
 
 

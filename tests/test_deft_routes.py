@@ -1,11 +1,11 @@
 """The compiled DeFT graph along each of its routes, in the fast tier: the scripted
 writer, a stub DM and a stub retriever over a four-passage corpus, and a real QA cache
 in a private SQLite file. Each test checks the nodes the graph ran, in order, and the
-state after the turn. (Comparison questions have no route of their own yet: issue 53,
-item 2.)"""
+state after the turn. A comparison fans out: one hop per option, in parallel."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -28,9 +28,25 @@ CORPUS = {
     2: ("Brisk Hollow", "Brisk Hollow is a town on the Ulden River."),
     3: ("Ulden River", "The Ulden River is a river in the north."),
     4: ("Dunmere College", "Dunmere College is a college on the Brask River."),
+    5: ("Augustin Reyvald", "Augustin Reyvald (born 3 May 1801) founded Tavistrom College."),
+    6: ("Mara Quell", "Mara Quell (born 1795) founded Dunmere College."),
 }
+# A comparison, and the sub-questions of its two options: who founded each, then when
+# each founder was born.
+COMPARE = "Which college has the founder born first, Tavistrom College or Dunmere College?"
+FOUNDERS = ("Who founded Tavistrom College?", "Who founded Dunmere College?")
+BIRTHS = ("When was Augustin Reyvald born?", "When was Mara Quell born?")
 # What the stub retriever finds for each query (ids, best first); other queries find nothing.
-FOUND = {QUESTION: [1, 2, 4], FIRST: [1, 4], SECOND: [2, 3]}
+FOUND = {
+    QUESTION: [1, 2, 4],
+    FIRST: [1, 4],
+    SECOND: [2, 3],
+    COMPARE: [1, 4],
+    FOUNDERS[0]: [1, 5],
+    FOUNDERS[1]: [4, 6],
+    BIRTHS[0]: [5],
+    BIRTHS[1]: [6],
+}
 
 # The nodes every DeFT turn starts and ends with, and the ones of one step that retrieves:
 # the hop subgraph's nodes, then the hop itself (the turn's node, which ends when they do).
@@ -48,7 +64,7 @@ def updates_of(node: str) -> list[dict[str, Any]]:
 # The keys of a turn's state; a step's own (retrieved, kept, sub_answer, ...) are not.
 TURN_KEYS = {
     *("question", "messages", "contextualised_from", "citations", "question_passages"),
-    *("question_retrieval", "direct", "hop", "sub_question", "plan", "plan_step"),
+    *("question_retrieval", "direct", "hop", "sub_question", "plan", "plan_step", "branches"),
     *("qa_table", "unanswerable", "sufficient", "decisions", "passages", "answer"),
     *("answer_passage_ids", "comparison", "notes"),
 }
@@ -193,7 +209,7 @@ def test_a_direct_answer_reads_the_question_passages_once(
     nodes, state, retriever = run_turn(turn_settings, cache, dm, writer)
     assert nodes == [*START, "answer_directly", "reply"]
     assert state["direct"] is True and state["answer"] == "Ulden River"
-    assert "hop" not in state and rows(state) == [] and retriever.queries == [QUESTION]
+    assert state["hop"] == 0 and rows(state) == [] and retriever.queries == [QUESTION]
     assert dm.asked == ["depth", "direct", "rel", "rel"]  # DM_rel: passages, then sentences
     assert state["answer_passage_ids"] == [1, 2, 4]
     assert [c["id"] for c in state["citations"]] == [1, 2, 4]
@@ -321,3 +337,186 @@ def test_a_run_stopped_inside_a_hop_resumes_there_and_traces_every_step(
     steps = {s.node: s.update for s in record.steps}
     assert steps["answer_sub_question"]["sub_answer"] == "Ulden River"  # the second hop's
     assert [r["answer"] for r in record.values["qa_table"]] == ["Brisk Hollow", "Ulden River"]
+
+
+class KeyedWriter(ScriptedWriter):
+    """The scripted writer, but a sub-question's answer is the reply keyed by it, however
+    the parallel branches of a fan-out order their calls."""
+
+    def __init__(self, *writes: str, answers: dict[str, str]) -> None:
+        super().__init__(*writes)
+        self.answers = dict(answers)
+
+    def invoke(self, messages: list[Any], max_tokens: int | None = None) -> str:
+        asked = messages[-1].content
+        for sub_question in list(self.answers):
+            if f"\nQuestion: {sub_question}\nAnswer:" in asked:
+                return self.answers.pop(sub_question)
+        return super().invoke(messages, max_tokens)
+
+
+class MeetingRetriever(StubRetriever):
+    """The stub retriever, whose searches for the sub-questions of two options wait for
+    each other: two steps that ran one after the other would never meet (a broken
+    barrier), so a turn that ends proves they ran at once."""
+
+    def __init__(self, found: dict[str, list[int]], pairs: list[tuple[str, ...]]) -> None:
+        super().__init__(found)
+        self.waiting = {q for pair in pairs for q in pair}
+        self.barrier = threading.Barrier(2, timeout=10)
+
+    def retrieve(self, query: str, k: int) -> list[RetrievedPassage]:
+        if query in self.waiting:
+            self.barrier.wait()
+        return super().retrieve(query, k)
+
+
+def run_comparison(
+    settings: Settings, cache: QACache, writer: KeyedWriter, retriever: StubRetriever
+) -> tuple[list[tuple[str, str]], dict[str, Any]]:
+    """One turn of the comparison: the (namespace, node) of every update, in stream order
+    (a branch's namespace is `hop:<task id>`, the turn's ""), and the turn's state."""
+    graph = build_deft(stub_resources(settings, cache, StubDM(), writer, retriever))
+    ran, state = [], {}
+    for namespace, mode, chunk in graph.stream(
+        {"question": COMPARE},
+        context=settings,
+        stream_mode=["updates", "values"],
+        subgraphs=True,
+    ):
+        if mode == "updates":
+            ran += [(namespace[0] if namespace else "", node) for node in chunk]
+        elif not namespace:
+            state = chunk
+    assert not writer.replies and not writer.answers, "fewer LLM calls than scripted"
+    assert set(state) <= TURN_KEYS, "a step's own keys reached the turn's state"
+    return ran, state
+
+
+ANSWERS = {
+    FOUNDERS[0]: "Augustin Reyvald",
+    FOUNDERS[1]: "Mara Quell",
+    BIRTHS[0]: "3 May 1801",
+    BIRTHS[1]: "1795",
+}
+
+
+def test_a_comparison_fans_out_one_step_per_option_in_parallel(
+    turn_settings: Settings, cache: QACache
+) -> None:
+    """The writer writes the first option's sub-question; the second option's is the
+    same about its own name; both steps run at once, and the table the date rule reads
+    holds the rows of both, in the order the branches were sent."""
+    writer = KeyedWriter(FOUNDERS[0], BIRTHS[0], answers=ANSWERS)
+    retriever = MeetingRetriever(FOUND, [FOUNDERS, BIRTHS])
+    ran, state = run_comparison(turn_settings, cache, writer, retriever)
+    fan_out = ["write_option_sub_questions", "hop", "hop", "check_sufficiency"]
+    assert [node for namespace, node in ran if not namespace] == [
+        *START,
+        *fan_out,
+        *fan_out,
+        "answer_from_qa_table",
+        "reply",
+    ]
+    branches: dict[str, list[str]] = {}
+    for namespace, node in ran:
+        if namespace:
+            branches.setdefault(namespace, []).append(node)
+    assert len(branches) == 4 and all(namespace.startswith("hop:") for namespace in branches)
+    assert all(nodes == [*ASK, *READ, "update_qa_table"] for nodes in branches.values())
+    assert rows(state) == [
+        (FOUNDERS[0], "Augustin Reyvald", [1, 5], "retrieved"),
+        (FOUNDERS[1], "Mara Quell", [4, 6], "retrieved"),
+        (BIRTHS[0], "3 May 1801", [5], "retrieved"),
+        (BIRTHS[1], "1795", [6], "retrieved"),
+    ]
+    assert state["hop"] == 4 and state["unanswerable"] == [] and state["sufficient"] is True
+    assert state["sub_question"] == BIRTHS[1]  # the last branch sent
+    assert state["answer"] == "Dunmere College"
+    assert state["comparison"]["values"] == {
+        "Tavistrom College": "1801-5-3",
+        "Dunmere College": "1795",
+    }
+    assert notes(state) == [
+        ("fan_out", f"2 branches: {FOUNDERS[0]} | {FOUNDERS[1]}"),
+        ("fan_out", f"2 branches: {BIRTHS[0]} | {BIRTHS[1]}"),
+    ]
+    suff = [d for d in state["decisions"] if d["kind"] == "suff"]
+    assert [(d["inputs"], d["outcome"]) for d in suff] == [([2], False), ([4], True)]
+    # Each branch numbered its step after those sent before it.
+    steps = sorted({d["step"] for d in state["decisions"] if d["kind"] == "rel"})
+    assert steps == [1, 2, 3, 4]
+
+
+def test_with_fan_out_off_a_comparison_takes_one_step_at_a_time(
+    turn_settings: Settings, cache: QACache
+) -> None:
+    writer = KeyedWriter(FOUNDERS[0], BIRTHS[0], FOUNDERS[1], BIRTHS[1], answers=ANSWERS)
+    settings = turn_settings.with_overrides(fan_out_comparisons=False)
+    ran, state = run_comparison(settings, cache, writer, StubRetriever(FOUND))
+    assert [node for _, node in ran] == [*START, *STEP * 4, "answer_from_qa_table", "reply"]
+    assert [r[0] for r in rows(state)] == [FOUNDERS[0], BIRTHS[0], FOUNDERS[1], BIRTHS[1]]
+    assert state["hop"] == 4 and state["answer"] == "Dunmere College"
+    assert notes(state) == []
+
+
+def test_hoprag_trace_lists_each_branch_of_a_fan_out_whole(
+    turn_settings: Settings, cache: QACache
+) -> None:
+    """`hoprag trace` (read_run) lists the steps of branches that ran at once one branch
+    after the other, each with its own sub-question, between the turn's steps."""
+    from app.checkpoints import open_checkpointer, read_run
+
+    writer = KeyedWriter(FOUNDERS[0], BIRTHS[0], answers=ANSWERS)
+    resources = stub_resources(turn_settings, cache, StubDM(), writer, StubRetriever(FOUND))
+    config = {"configurable": {"thread_id": "compared"}}
+    with open_checkpointer(turn_settings) as saver:
+        graph = build_deft(resources, checkpointer=saver)
+        run = {"context": turn_settings, "durability": "sync", "subgraphs": True}
+        list(graph.stream({"question": COMPARE}, config, **run))  # type: ignore[arg-type]
+        record = read_run(saver, "compared")
+    inner = [*ASK, *READ, "update_qa_table"]
+    fan_out = ["write_option_sub_questions", *inner, *inner, "check_sufficiency"]
+    assert record.finished and record.values["answer"] == "Dunmere College"
+    assert [s.node for s in record.steps] == [
+        *START,
+        *fan_out,
+        *fan_out,
+        "answer_from_qa_table",
+        "reply",
+    ]
+    asked = [s.update["sub_question"] for s in record.steps if s.node == "write_sub_question"]
+    assert set(asked[:2]) == set(FOUNDERS) and set(asked[2:]) == set(BIRTHS)
+    answered = [s.update["sub_answer"] for s in record.steps if s.node == "answer_sub_question"]
+    assert answered == [ANSWERS[q] for q in asked]  # each branch's steps together
+
+
+def test_an_evaluated_fan_out_traces_each_branch_whole(
+    turn_settings: Settings, cache: QACache
+) -> None:
+    """`hoprag eval` keeps a question's trace from the stream, where branches that ran at
+    once interleave: each branch's steps are traced together, after its fan-out."""
+    from app.eval.benchmark import Question
+    from app.eval.run import answer_one
+    from app.llm.gateway import UsageMeter
+
+    writer = KeyedWriter(FOUNDERS[0], BIRTHS[0], answers=ANSWERS)
+    writer.meter = UsageMeter()  # type: ignore[attr-defined]
+    retriever = MeetingRetriever(FOUND, [FOUNDERS, BIRTHS])  # the branches interleave
+    graph = build_deft(stub_resources(turn_settings, cache, StubDM(), writer, retriever))
+    question = Question("q1", COMPARE, "Dunmere College", group="bridge_comparison")
+    record = answer_one(graph, question, turn_settings, writer, None)  # type: ignore[arg-type]
+    assert record["em"] == 1.0
+    inner = [*ASK, *READ, "update_qa_table"]
+    fan_out = ["write_option_sub_questions", *inner, *inner, "check_sufficiency"]
+    trace = record["trace"]
+    assert [s["node"] for s in trace] == [
+        *START,
+        *fan_out,
+        *fan_out,
+        "answer_from_qa_table",
+        "reply",
+    ]
+    asked = [s["sub_question"] for s in trace if s["node"] == "write_sub_question"]
+    answered = [s["sub_answer"] for s in trace if s["node"] == "answer_sub_question"]
+    assert answered == [ANSWERS[q] for q in asked]

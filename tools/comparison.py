@@ -65,6 +65,10 @@ _DAY = re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)?\b")
 _PARENTHESIS = re.compile(r"\s*\([^)]*\)")
 _DATE_WORD = re.compile(r"^(\d{1,4}(?:st|nd|rd|th)?|c|ca)$")  # a word a bare date may hold
 _YES_NO_OPENERS = {"are", "is", "do", "does", "did", "were", "was", "have", "has"}
+_OPTION_TAIL = re.compile(r",\s+[a-z].*$")  # ", held more diverse roles ..." after a name
+# Lower-case words inside a name ("Pirates of the Caribbean", "Lucrezia de' Medici").
+_NAME_JOINERS = {"of", "the", "de", "del", "della", "di", "da", "du", "la", "le", "van"}
+_NAME_JOINERS |= {"von", "der", "den", "y", "e", "a", "an", "in", "on", "at", "by", "for", "to"}
 
 
 @dataclass(frozen=True)
@@ -130,6 +134,72 @@ def comparison_options(question: str) -> tuple[str, tuple[str, str]] | None:
             if a and b and normalize_answer(a) != normalize_answer(b):
                 return question[: match.start()], (a, b)
     return None
+
+
+def _is_name_word(word: str) -> bool:
+    """A word of a name as questions write them: capitalised, a number, or a qualifier in
+    parentheses ("Slava (River)", "Mutiny (1952 Film)", "Ţerova")."""
+    return bool(word) and (word[0].isupper() or word[0].isdigit() or word[0] == "(")
+
+
+def _name_before(words: list[str]) -> str:
+    """The name that `words` end with: name words, and the lower-case words that join
+    them ("Pirates of the Caribbean"), back to the first other word ("both films: A",
+    "the movies A")."""
+    taken: list[str] = []
+    for word in reversed(words):
+        if not (_is_name_word(word) or word in _NAME_JOINERS):
+            break
+        taken.insert(0, word)
+    while taken and not _is_name_word(taken[0]):  # "the Laleli Mosque": no leading joiner
+        taken.pop(0)
+    return " ".join(taken)
+
+
+def _name_after(words: list[str]) -> str:
+    """The name `words` start with, after any lower-case words that describe it
+    ("director of film A"): name words, and the joiners between them, up to a comma."""
+    rest = list(words)
+    while rest and not _is_name_word(rest[0]):
+        rest.pop(0)
+    taken: list[str] = []
+    for word in rest:
+        if not (_is_name_word(word) or word in _NAME_JOINERS):
+            break
+        taken.append(word.rstrip(",?"))
+        if word[-1] in ",?":
+            break
+    while taken and not _is_name_word(taken[-1]):  # "A of the same ...": no joiner at the end
+        taken.pop()
+    return " ".join(taken)
+
+
+def compared_options(question: str) -> tuple[str, ...]:
+    """The named things a comparison question compares, as it writes them; () for any
+    other question. "Which film came out first, A or B?" and "Who was born first out of
+    A and B?" (`comparison_options`), and yes/no questions that set two names side by
+    side: "Was A or B born first?", "Are (both) A and B of the same nationality?", "Do
+    director of film A and director of film B share ...?", "Are A and B both ...?"."""
+    parsed = comparison_options(question)
+    if parsed is not None:  # "Which person, A or B, held ...?": B ends at its comma
+        return tuple(_OPTION_TAIL.sub("", option) for option in parsed[1])
+    words = question.strip().split()
+    if not words or words[0].lower() not in _YES_NO_OPENERS:
+        return ()
+    body = words[1:]
+    normalised = set(normalize_answer(question).split())
+    for position, word in enumerate(body):
+        side_by_side = word == "or" or (word == "and" and bool(normalised & {"same", "both"}))
+        if side_by_side:
+            first = _name_before(body[:position])
+        elif word == "as" and "same" in normalised:  # "Does A have the same ... as B?"
+            first = _name_after(body[:position])
+        else:
+            continue
+        second = _name_after(body[position + 1 :])
+        if first and second and normalize_answer(first) != normalize_answer(second):
+            return first, second
+    return ()
 
 
 def direction(question: str) -> int | None:
@@ -262,6 +332,64 @@ def option_reached(question: str, rows: Sequence[dict[str, Any]], answer: str) -
         return None
     reaching = [option for option in options if norm in _answers_reached(option, rows)]
     return reaching[0] if len(reaching) == 1 else None
+
+
+def option_frontiers(options: Sequence[str], rows: Sequence[dict[str, Any]]) -> list[str] | None:
+    """The name each option's chain of rows has reached: the option itself before any
+    row, then the answer of the latest row that names it, and so on ("A" -> "Tom Clegg"
+    once "Who directed A?" is answered). None unless the chains are equally long and end
+    in different names: each option's next sub-question then asks the same of its own
+    name, and can be asked at once with the others (`for_each_option`). A chain that
+    fell behind (its step found nothing) is left to the writer, one step at a time."""
+    if len(options) < 2:
+        return None
+    both = [r for r in rows if all(_mentions(r["sub_question"], o) for o in options)]
+    reached: list[tuple[str, int]] = []
+    for option in options:
+        name, used = option, []
+        while len(used) < COMPARISON_CHAIN_HOPS:
+            row = next(
+                (
+                    r
+                    for r in reversed(rows)
+                    if r not in used and r not in both and _mentions(r["sub_question"], name)
+                ),
+                None,
+            )
+            if row is None:
+                break
+            name, used = row["answer"], [*used, row]
+        reached.append((name, len(used)))
+    names = [name for name, _ in reached]
+    if len({depth for _, depth in reached}) > 1 or len(set(map(normalize_answer, names))) < len(
+        names
+    ):
+        return None
+    return names
+
+
+def _written(sub_question: str, name: str) -> str | None:
+    """The words of `sub_question` that name `name`, as written there (case aside, with
+    or without its parenthetical qualifier); None where they are not found as such."""
+    for variant in dict.fromkeys((name, _PARENTHESIS.sub("", name))):
+        found = re.search(rf"(?<!\w){re.escape(variant)}(?!\w)", sub_question, re.IGNORECASE)
+        if found:
+            return found.group(0)
+    return None
+
+
+def for_each_option(sub_question: str, frontiers: Sequence[str]) -> list[str]:
+    """The sub-question asked of every option's frontier (`option_frontiers`), in the
+    options' order: the writer's "Who directed A?" becomes "Who directed B?" for B. Empty
+    unless it names exactly one frontier, in words found as such."""
+    named = [name for name in frontiers if _mentions(sub_question, name)]
+    written = _written(sub_question, named[0]) if len(named) == 1 else None
+    if written is None:
+        return []
+    return [
+        sub_question if name == named[0] else sub_question.replace(written, name)
+        for name in frontiers
+    ]
 
 
 def compare_dates(question: str, rows: Sequence[dict[str, Any]]) -> dict[str, Any] | None:

@@ -310,6 +310,10 @@ def answer_one(
     trace: list[dict[str, Any]] = []
     final: dict[str, Any] = {}
     subgraphs: set[str] = set()  # the graph's nodes that ran a subgraph (DeFT's hop)
+    # Subgraphs that run at once (a comparison's fan-out) stream their steps interleaved:
+    # each one's are held until the graph's next node of its own, then traced one
+    # subgraph after the other.
+    running: dict[tuple[str, ...], list[dict[str, Any]]] = {}
     for namespace, mode, chunk in graph.stream(
         {"question": q.question, "gold_passage_ids": list(q.gold_ids)},
         context=settings,
@@ -323,9 +327,14 @@ def answer_one(
         # A subgraph's steps are traced one by one; the update of the node that ran them
         # only repeats what they wrote (DeFT's hop hands back the whole QA table).
         subgraphs.update(part.split(":")[0] for part in namespace[:1])
+        if not namespace and not set(chunk) <= subgraphs:
+            trace += [step for steps in running.values() for step in steps]
+            running.clear()
         for node, update in chunk.items():
             if namespace or node not in subgraphs:
-                trace.append({"node": node, **_summarise_update(update)})
+                steps = running.setdefault(namespace, []) if namespace else trace
+                steps.append({"node": node, **_summarise_update(update)})
+    trace += [step for steps in running.values() for step in steps]
     seconds = time.perf_counter() - start
     cost = {k: after - before[k] for k, after in reader.meter.snapshot().items()}
     prediction = str(final.get("answer") or "")
