@@ -141,6 +141,11 @@ def turn_settings(tmp_path: Path) -> Settings:
 
 
 @pytest.fixture
+def fan_out_settings(turn_settings: Settings) -> Settings:
+    return turn_settings.with_overrides(fan_out_comparisons=True)
+
+
+@pytest.fixture
 def cache(turn_settings: Settings):
     opened = QACache.open(turn_settings, "sample", "fp", NoVectors())  # type: ignore[arg-type]
     yield opened
@@ -402,14 +407,14 @@ ANSWERS = {
 
 
 def test_a_comparison_fans_out_one_step_per_option_in_parallel(
-    turn_settings: Settings, cache: QACache
+    fan_out_settings: Settings, cache: QACache
 ) -> None:
     """The writer writes the first option's sub-question; the second option's is the
     same about its own name; both steps run at once, and the table the date rule reads
     holds the rows of both, in the order the branches were sent."""
     writer = KeyedWriter(FOUNDERS[0], BIRTHS[0], answers=ANSWERS)
     retriever = MeetingRetriever(FOUND, [FOUNDERS, BIRTHS])
-    ran, state = run_comparison(turn_settings, cache, writer, retriever)
+    ran, state = run_comparison(fan_out_settings, cache, writer, retriever)
     fan_out = ["write_option_sub_questions", "hop", "hop", "check_sufficiency"]
     assert [node for namespace, node in ran if not namespace] == [
         *START,
@@ -452,8 +457,8 @@ def test_with_fan_out_off_a_comparison_takes_one_step_at_a_time(
     turn_settings: Settings, cache: QACache
 ) -> None:
     writer = KeyedWriter(FOUNDERS[0], BIRTHS[0], FOUNDERS[1], BIRTHS[1], answers=ANSWERS)
-    settings = turn_settings.with_overrides(fan_out_comparisons=False)
-    ran, state = run_comparison(settings, cache, writer, StubRetriever(FOUND))
+    assert not turn_settings.fan_out_comparisons  # the default, until measured
+    ran, state = run_comparison(turn_settings, cache, writer, StubRetriever(FOUND))
     assert [node for _, node in ran] == [*START, *STEP * 4, "answer_from_qa_table", "reply"]
     assert [r[0] for r in rows(state)] == [FOUNDERS[0], BIRTHS[0], FOUNDERS[1], BIRTHS[1]]
     assert state["hop"] == 4 and state["answer"] == "Dunmere College"
@@ -461,18 +466,18 @@ def test_with_fan_out_off_a_comparison_takes_one_step_at_a_time(
 
 
 def test_hoprag_trace_lists_each_branch_of_a_fan_out_whole(
-    turn_settings: Settings, cache: QACache
+    fan_out_settings: Settings, cache: QACache
 ) -> None:
     """`hoprag trace` (read_run) lists the steps of branches that ran at once one branch
     after the other, each with its own sub-question, between the turn's steps."""
     from app.checkpoints import open_checkpointer, read_run
 
     writer = KeyedWriter(FOUNDERS[0], BIRTHS[0], answers=ANSWERS)
-    resources = stub_resources(turn_settings, cache, StubDM(), writer, StubRetriever(FOUND))
+    resources = stub_resources(fan_out_settings, cache, StubDM(), writer, StubRetriever(FOUND))
     config = {"configurable": {"thread_id": "compared"}}
-    with open_checkpointer(turn_settings) as saver:
+    with open_checkpointer(fan_out_settings) as saver:
         graph = build_deft(resources, checkpointer=saver)
-        run = {"context": turn_settings, "durability": "sync", "subgraphs": True}
+        run = {"context": fan_out_settings, "durability": "sync", "subgraphs": True}
         list(graph.stream({"question": COMPARE}, config, **run))  # type: ignore[arg-type]
         record = read_run(saver, "compared")
     inner = [*ASK, *READ, "update_qa_table"]
@@ -492,7 +497,7 @@ def test_hoprag_trace_lists_each_branch_of_a_fan_out_whole(
 
 
 def test_an_evaluated_fan_out_traces_each_branch_whole(
-    turn_settings: Settings, cache: QACache
+    fan_out_settings: Settings, cache: QACache
 ) -> None:
     """`hoprag eval` keeps a question's trace from the stream, where branches that ran at
     once interleave: each branch's steps are traced together, after its fan-out."""
@@ -503,9 +508,9 @@ def test_an_evaluated_fan_out_traces_each_branch_whole(
     writer = KeyedWriter(FOUNDERS[0], BIRTHS[0], answers=ANSWERS)
     writer.meter = UsageMeter()  # type: ignore[attr-defined]
     retriever = MeetingRetriever(FOUND, [FOUNDERS, BIRTHS])  # the branches interleave
-    graph = build_deft(stub_resources(turn_settings, cache, StubDM(), writer, retriever))
+    graph = build_deft(stub_resources(fan_out_settings, cache, StubDM(), writer, retriever))
     question = Question("q1", COMPARE, "Dunmere College", group="bridge_comparison")
-    record = answer_one(graph, question, turn_settings, writer, None)  # type: ignore[arg-type]
+    record = answer_one(graph, question, fan_out_settings, writer, None)  # type: ignore[arg-type]
     assert record["em"] == 1.0
     inner = [*ASK, *READ, "update_qa_table"]
     fan_out = ["write_option_sub_questions", *inner, *inner, "check_sufficiency"]
