@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,7 +21,8 @@ from starlette.testclient import TestClient
 from typing_extensions import TypedDict
 
 from app.cli import server as serve_cli
-from app.errors import UserError
+from app.errors import ServiceError, UserError
+from app.llm.engine import free_port
 from app.llm.gateway import LLMGateway
 from app.settings import (
     MAX_QUESTION_CHARS,
@@ -272,6 +274,21 @@ def test_hoprag_serve_on_loopback_says_what_studio_needs(
     serve_cli.serve()
     assert serve_execs and serve_execs[0][serve_execs[0].index("--host") + 1] == "127.0.0.1"
     assert f"Studio needs HOPRAG_CORS_ORIGINS={STUDIO_ORIGIN}" in capsys.readouterr().err
+
+
+def test_hoprag_serve_production_checks_its_database_and_index_before_it_starts(
+    serve_execs: list[list[str]], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("HOPRAG_HOME", str(tmp_path))
+    monkeypatch.setenv("HOPRAG_POSTGRES_URL", f"postgresql://x:secret@127.0.0.1:{free_port()}/db")
+    with pytest.raises(ServiceError, match="does not answer") as refused:
+        serve_cli.serve(production=True)
+    assert "secret" not in refused.value.message
+    monkeypatch.delenv("HOPRAG_POSTGRES_URL")
+    monkeypatch.setenv("HOPRAG_INDEX", "nowhere")
+    with pytest.raises(UserError, match="nowhere"):
+        serve_cli.serve(production=True)
+    assert serve_execs == []
 
 
 class Answer(TypedDict):

@@ -29,6 +29,7 @@ import typer
 from app.checks import require_index
 from app.cli.common import load_settings
 from app.errors import UserError
+from app.postgres import cluster_folder, connect, local_cluster
 from app.settings import EXPOSED_HEADERS, LOOPBACK_HOSTS, STUDIO_ORIGIN, Settings
 from app.tokens import load_tokens
 
@@ -163,6 +164,8 @@ def _serve_production(settings: Settings, config: Path, env: dict[str, str]) -> 
             "HOPRAG_THREAD_RETENTION_DAYS is not applied by the production server",
             hint="unset it; `hoprag serve` (development) applies it",
         )
+    if settings.postgres_url:  # one clear line now, rather than Aegra's log at start-up
+        connect(settings.postgres_url, "server").close()
     require_index(settings, settings.index)  # the one index it serves: checked now
     folder = settings.home / "server"
     folder.mkdir(parents=True, exist_ok=True)
@@ -181,8 +184,6 @@ def _serve_production(settings: Settings, config: Path, env: dict[str, str]) -> 
         env["DATABASE_URL"] = settings.postgres_url
         os.chdir(folder)
         os.execve(sys.executable, args, env)
-    from app.postgres import cluster_folder, local_cluster
-
     # SIGTERM (a service manager, a test) ends the block too, so the cluster is stopped.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     with local_cluster(cluster_folder(settings.home)) as url:
