@@ -1525,7 +1525,7 @@ def serve_load() -> Section:
     """Chats at once against one `hoprag serve` on the sample corpus, and (issue 36) through
     two server processes sharing Postgres, Chroma and the model endpoint."""
     found = [load_results(f.stem) for f in sorted(RESULTS.glob("serve_load-*.json"))]
-    runs = [r for r in found if r and r.get("mode") != "scale-out"]
+    runs = [r for r in found if r and not r.get("mode")]
     scaled = [r for r in found if r and r.get("mode") == "scale-out"]
     if not runs and not scaled:
         return "", []
@@ -1633,6 +1633,123 @@ def _scale_out_parts(scaled: list[dict[str, Any]]) -> list[str | list[str]]:
     ]
 
 
+# What `bench.serve_load --replicas` names each engine of `hoprag serve`.
+ENGINE_SERVERS = {
+    "development": "`hoprag serve` (`langgraph dev`)",
+    "production": "`hoprag serve --production` (Aegra)",
+}
+
+
+def production_load() -> Section:
+    """Issue 54, item 5: the same chats with follow-ups on both engines of `hoprag serve`,
+    two replicas each, then a production replica killed in the middle of the load."""
+    target = (
+        "Two production replicas, 16 `deft` chats with follow-ups, one replica killed "
+        "mid-load: every thread readable from the other, every run in flight completed or "
+        "marked failed and resumed, no checkpoint lost (issue 54)"
+    )
+    r = load_results("serve_load-deft-replicas")
+    if not r:
+        return "", [(target, "not measured yet", "open")]
+    engines, fault = r["engines"], r["fault"]
+    rows = [
+        [
+            ENGINE_SERVERS.get(name, name),
+            e["chats"],
+            e["turns"],
+            e["answered"],
+            e["correct"],
+            e["lost"],
+            e["turns_per_min"],
+            *(e["latency_s"].get(k) for k in ("p50", "p90", "max")),
+        ]
+        for name, e in engines.items()
+    ]
+    head = ["server", "chats", "turns", "answered", "correct", "lost", "turns/min"]
+    ends, follow = fault["seconds_kill_to_end"], fault["follow_ups"]
+    counts = [
+        ["threads (first turns, all at once)", fault["threads"]],
+        ["readable from the other replica (200)", fault["readable"]],
+        ["with checkpoints there", fault["with_checkpoints"]],
+        ["runs completed before the kill", fault["completed_before_kill"]],
+        ["runs completed on the other replica after the kill",
+         fault["completed_after_kill_on_survivor"]],
+        ["runs in flight on the killed replica", fault["in_flight_on_killed"]],
+        ["of those, completed there", fault["completed_there"]],
+        ["of those, marked error", fault["marked_error"]],
+        ["marked error naming `hoprag resume`", fault["marked_error_naming_resume"]],
+        ["not ended in time", fault["not_ended_in_time"]],
+        ["seconds from the kill to the last mark", ends.get("max", "-")],
+        ["resumed by `hoprag resume` with an answer", fault["resumed"]],
+        ["resumed and right", fault["resumed_right"]],
+        ["first turns lost for good", fault["lost_for_good"]],
+        ["steps streamed to the clients", fault["steps_streamed"]],
+        ["checkpoints lost (streamed steps missing from the history)",
+         fault["checkpoints_lost"]],
+        ["follow-ups sent to the other replica / answered / right",
+         f"{follow['sent']} / {follow['answered']} / {follow['correct']}"],
+        ["threads holding both answers", fault["threads_with_both_answers"]],
+    ]  # fmt: skip
+    in_flight = fault["in_flight_on_killed"]
+    ok = (
+        fault["threads"] >= 16
+        and fault["readable"] == fault["with_checkpoints"] == fault["threads"]
+        and in_flight > 0
+        and fault["completed_there"] + fault["marked_error"] == in_flight
+        and fault["marked_error_naming_resume"] == fault["marked_error"]
+        and fault["not_ended_in_time"] == 0
+        and fault["resumed"] == fault["marked_error"]
+        and fault["lost_for_good"] == 0
+        and fault["checkpoints_lost"] == 0
+    )
+    now = (
+        f"{fault['readable']} of {fault['threads']} threads readable, {in_flight} run(s) in "
+        f"flight: {fault['completed_there']} completed, {fault['marked_error']} marked failed "
+        f"(within {ends.get('max', '-')} s), {fault['resumed']} resumed "
+        f"({fault['resumed_right']} right); {fault['lost_for_good']} lost, "
+        f"{fault['checkpoints_lost']} of {fault['steps_streamed']} streamed steps missing"
+    )
+    dev, prod = engines.get("development"), engines.get("production")
+    standing = [(target, now, _met(ok))]
+    if dev and prod:
+        standing.append(
+            (
+                "Production server's load against `langgraph dev`, same machine and run (issue 54)",
+                f"{prod['turns_per_min']} against {dev['turns_per_min']} turns/min, p50 "
+                f"{prod['latency_s'].get('p50')} against {dev['latency_s'].get('p50')} s, p90 "
+                f"{prod['latency_s'].get('p90')} against {dev['latency_s'].get('p90')} s",
+                "reported",
+            )
+        )
+    text = _section(
+        "Production server: replicas, faults and load",
+        _header(r) + "`bench.serve_load --replicas` starts one PostgreSQL server, one Chroma "
+        "server holding the index's vectors and one model endpoint (`hoprag llm serve`), "
+        "shared by everything, then two replicas of each engine in turn, each engine on a "
+        "database of its own (so each starts with an empty QA cache). Each sample question "
+        f"goes once to each replica, every chat at once ({r['questions']} questions: "
+        f"{r['questions'] * r['replicas']} chats), each a new thread with a follow-up turn "
+        "(the next sample question), sent as the README's client sends them (`runs.stream`, "
+        '`stream_mode=["updates", "custom"]`). A development replica keeps its threads '
+        "in its memory, so a follow-up goes back to it; a production follow-up goes to the "
+        "other replica. `turns/min`: answered turns per minute of wall time; seconds: from "
+        "the request to the stream's end, answered turns; correct: the answer contains the "
+        "gold answer or an alias; lost: an error, or no answer.",
+        _table([*head, "p50 s", "p90 s", "max s"], rows),
+        "Faults, production only: the QA cache emptied, the same first turns on fresh "
+        "threads, and replica 1 SIGKILLed (its process group) once half of its first turns "
+        "had ended and each of the others had streamed a step. Then, through replica 2: "
+        "each thread and its checkpoint history read; each step a client saw streamed "
+        "looked up in that history; each run in flight on replica 1 waited for, to be marked "
+        f"`error` within {r['replica_lost_s']} s of silence plus {r['mark_beats']} heartbeats "
+        f"of {r['heartbeat_s']} s; those continued by `hoprag resume THREAD --json` (two at "
+        "a time); then every thread's follow-up turn sent to replica 2.",
+        _table(["after the kill", "count"], counts),
+        _targets(standing),
+    )
+    return text, standing
+
+
 def main() -> None:
     sections = [
         index_build(),
@@ -1663,6 +1780,7 @@ def main() -> None:
         engine_speed(),
         deft_speed(),
         serve_load(),
+        production_load(),
     ]
     standing = [row for _, rows in sections for row in rows]
     summary = _table(["target", "now", "standing"], [list(row) for row in standing])

@@ -6,16 +6,17 @@ with its whole process group and removes its temporary folder:
 
 - `postgres_server()`: a fresh PostgreSQL cluster made with `initdb` (Debian's
   `postgresql` package; `make postgres` installs it), run as the `postgres` user when
-  this process is root;
+  this process is root; `new_database(url, name)` adds a database to it;
 - `chroma_server()`: `chroma run` on an empty data folder;
 - `model_endpoint(home)`: the embedded chat model as a separate process, `hoprag llm
   serve`, an OpenAI-compatible endpoint for `HOPRAG_LLM_BASE_URL`;
 - `hoprag_server(home, env)`: `hoprag serve` (every graph behind `langgraph dev`, or
-  with `production=True` behind Aegra on PostgreSQL).
+  with `production=True` behind Aegra on PostgreSQL); a `Server`, its URL and process,
+  which a fault test may kill.
 
 The hoprag ones run this checkout's code (`python -m app.cli` with it first on
-PYTHONPATH), whatever else is installed. `bench.serve_load --scale-out` puts them
-together; the scale-out tests use the first two.
+PYTHONPATH), whatever else is installed. `bench.serve_load --scale-out` and
+`--replicas` put them together; the scale-out tests use the first two.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import time
 import urllib.request
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from app.llm.engine import free_port
@@ -64,6 +66,16 @@ def postgres_server() -> Iterator[str]:
             yield url
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def new_database(postgres_url: str, name: str) -> str:
+    """A new, empty database `name` on the server of `postgres_url` (a superuser's, as
+    `postgres_server()` gives); its connection string."""
+    import psycopg
+
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return postgres_url.rsplit("/", 1)[0] + f"/{name}"
 
 
 @contextmanager
@@ -174,30 +186,44 @@ def model_endpoint(home: Path | None = None, log_dir: Path | None = None) -> Ite
         yield f"http://127.0.0.1:{port}/v1"
 
 
+@dataclass(frozen=True)
+class Server:
+    """A running `hoprag serve`: its URL, and its process, the leader of a process group
+    of its own (the server and whatever it started)."""
+
+    url: str
+    process: subprocess.Popen[bytes]
+
+    def kill(self) -> None:
+        """SIGKILL the whole group, as a crashed machine would stop it: no clean exit, no
+        farewell to the database. The block that started it still cleans up after it."""
+        os.killpg(self.process.pid, signal.SIGKILL)
+
+
 @contextmanager
 def hoprag_server(
     home: Path | None = None,
     env: Mapping[str, str] | None = None,
     log_dir: Path | None = None,
     production: bool = False,
-) -> Iterator[str]:
+) -> Iterator[Server]:
     """`hoprag serve` (`production`: with --production, Aegra on HOPRAG_POSTGRES_URL) on a
-    free loopback port, once it answers its health check; its URL. `env` adds settings
+    free loopback port, once it answers its health check. `env` adds settings
     (HOPRAG_INDEX, HOPRAG_POSTGRES_URL, ...)."""
     port = free_port()
     with (
         _log_folder(log_dir) as folder,
         service(
-            "hoprag serve",
+            "hoprag serve" + (" --production" if production else ""),
             [sys.executable, "-m", "app.cli", "serve", *(["--production"] if production else [])],
             f"http://127.0.0.1:{port}/{'health' if production else 'ok'}",
             timeout_s=SERVE_START_TIMEOUT_S,
             env=hoprag_env(home, **{**(env or {}), "HOPRAG_PORT": str(port)}),
             cwd=SOURCE,
             log=folder / f"serve-{port}.log",
-        ),
+        ) as process,
     ):
-        yield f"http://127.0.0.1:{port}"
+        yield Server(f"http://127.0.0.1:{port}", process)
 
 
 @contextmanager
