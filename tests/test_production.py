@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -26,6 +27,7 @@ from langgraph_sdk import get_sync_client
 from langgraph_sdk.client import SyncLangGraphClient
 
 from app.llm.engine import free_port
+from app.postgres import cluster_folder
 from app.settings import HEARTBEAT_S, REPLICA_LOST_S
 from bench.services import hoprag_env, model_endpoint, service
 from graph.replicas import LOST_RUN
@@ -237,3 +239,32 @@ def test_a_replica_killed_mid_run_loses_no_thread_and_a_restarted_one_serves_it(
         messages = client(url).threads.get_state(thread)["values"]["messages"]
         assert [m["type"] for m in messages] == ["human", "ai"]
         assert ANSWER in messages[-1]["content"]
+
+
+def test_without_a_database_it_keeps_a_cluster_of_its_own_across_restarts(
+    home: Path, sample_index: str, tmp_path: Path
+) -> None:
+    """A new user's one machine: no HOPRAG_POSTGRES_URL, so the server starts PostgreSQL
+    itself in a folder it keeps, and stops it when the server is stopped (SIGTERM)."""
+    own_home = tmp_path / "home"
+    (own_home / "indexes").mkdir(parents=True)
+    for entry in (home / "indexes").iterdir():  # the session's sample index, linked
+        (own_home / "indexes" / entry.name).symlink_to(entry)
+    (own_home / "models").symlink_to(home / "models")
+    folder = cluster_folder(own_home)
+    port = free_port()
+    env = hoprag_env(own_home, HOPRAG_INDEX=sample_index, HOPRAG_PORT=str(port),
+                     HOPRAG_API_TOKENS=f"alice:{ALICE}")  # fmt: skip
+    env.pop("HOPRAG_POSTGRES_URL", None)
+    args = [sys.executable, "-m", "app.cli", "serve", "--production"]
+    url = f"http://127.0.0.1:{port}"
+    try:
+        with service("hoprag serve --production", args, f"{url}/health", timeout_s=180,
+                     env=env, log=tmp_path / "one.log"):  # fmt: skip
+            thread = client(url).threads.create(metadata={"note": "kept"})["thread_id"]
+        assert not list(folder.glob("data/postmaster.pid"))  # stopped with the server
+        with service("hoprag serve --production", args, f"{url}/health", timeout_s=180,
+                     env=env, log=tmp_path / "two.log"):  # fmt: skip
+            assert client(url).threads.get(thread)["metadata"]["note"] == "kept"
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
