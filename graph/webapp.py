@@ -47,10 +47,9 @@ from graph.auth import caller
 from graph.replicas import heartbeat
 
 MAX_BODY_BYTES = 1 << 20
-# Writes that add messages to a stored thread: runs on it and state updates.
-THREAD_WRITE = re.compile(r"/threads/([^/]+)/(?:runs(?:/stream|/wait)?|state)")
-# Writes that start a run on a stored thread.
-RUN_START = re.compile(r"/threads/([^/]+)/runs(?:/stream|/wait)?")
+# Writes that add messages to a stored thread: runs on it (which start a run) and state
+# updates.
+THREAD_WRITE = re.compile(r"/threads/(?P<thread>[^/]+)/(?P<what>runs(?:/stream|/wait)?|state)")
 OFF_ROUTES = ("/store",)
 ROLES = frozenset({"human", "user", "ai", "assistant", "system"})
 INPUT_FIELDS = {"question", "messages", "gold_passage_ids"}
@@ -168,9 +167,10 @@ async def check_thread_write(scope: Scope, body: Any) -> None:
     write = THREAD_WRITE.fullmatch(scope["path"])
     if write is None:
         return
-    stored = await thread_messages(scope, write.group(1))
+    thread = write["thread"]
+    stored = await thread_messages(scope, thread)
     if stored is None:
-        raise Auth.exceptions.HTTPException(404, f"no thread {write.group(1)[:40]!r}")
+        raise Auth.exceptions.HTTPException(404, f"no thread {thread[:40]!r}")
     values = (body.get("input") or body.get("values")) if isinstance(body, dict) else None
     if not isinstance(values, dict):
         return
@@ -289,9 +289,9 @@ class RequestCheck:
             await _refuse(exc.status_code, exc.detail)(scope, receive, send)
             return
         replica = getattr(scope["app"].state, "replica", None)
-        run = RUN_START.fullmatch(scope["path"])
-        if replica is not None and run is not None:
-            await asyncio.to_thread(replica.requested, run.group(1))
+        write = THREAD_WRITE.fullmatch(scope["path"])
+        if replica is not None and write is not None and write["what"] != "state":
+            await asyncio.to_thread(replica.requested, write["thread"])
         await self.app(scope, _replay(body, receive), send)
 
 
@@ -324,8 +324,6 @@ class RoutesOff:
         await self.app(scope, receive, send)
 
 
-# A FastAPI app, as Aegra requires of `http.app` (LangGraph Server takes any Starlette
-# one); no docs of its own: each server serves its API's.
 @contextlib.asynccontextmanager
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     """On the production server, this replica's heartbeat and sweep (graph/replicas.py);
@@ -339,6 +337,8 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         yield
 
 
+# A FastAPI app, as Aegra requires of `http.app` (LangGraph Server takes any Starlette
+# one); no docs of its own: each server serves its API's.
 app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan)
 app.add_middleware(RequestCheck)
 app.add_middleware(RoutesOff)

@@ -9,16 +9,14 @@ deployment would; the chat model is the real one, on the sample index."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import signal
 import subprocess
 import sys
 import threading
 import time
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import httpx
@@ -26,10 +24,9 @@ import pytest
 from langgraph_sdk import get_sync_client
 from langgraph_sdk.client import SyncLangGraphClient
 
-from app.llm.engine import free_port
 from app.postgres import cluster_folder
 from app.settings import HEARTBEAT_S, REPLICA_LOST_S
-from bench.services import hoprag_env, model_endpoint, service
+from bench.services import Server, hoprag_env, hoprag_server, model_endpoint, new_database
 from graph.replicas import LOST_RUN
 
 pytestmark = pytest.mark.e2e
@@ -44,12 +41,7 @@ FOREIGN = "https://evil.example"
 @pytest.fixture(scope="module")
 def database(postgres_url: str) -> str:
     """A database of its own on the session's PostgreSQL server."""
-    import psycopg
-
-    name = f"production_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(postgres_url, autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name}")
-    return postgres_url.rsplit("/", 1)[0] + f"/{name}"
+    return new_database(postgres_url, f"production_{uuid.uuid4().hex[:12]}")
 
 
 @pytest.fixture(scope="module")
@@ -58,26 +50,18 @@ def model_url(home: Path) -> Iterator[str]:
         yield url
 
 
-@contextmanager
 def replica(
-    home: Path, index: str, database: str, model_url: str, log: Path
-) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    home: Path, index: str, database: str, model_url: str, logs: Path
+) -> AbstractContextManager[Server]:
     """One `hoprag serve --production` on a free port, once /health answers."""
-    port = free_port()
-    env = hoprag_env(
-        home,
-        HOPRAG_INDEX=index,
-        HOPRAG_PORT=str(port),
-        HOPRAG_POSTGRES_URL=database,
-        HOPRAG_LLM_BASE_URL=model_url,
-        HOPRAG_API_TOKENS=f"alice:{ALICE},bob:{BOB}",
-        HOPRAG_QA_CACHE="off",  # each run its full length, so that a kill lands mid-run
-    )
-    args = [sys.executable, "-m", "app.cli", "serve", "--production"]
-    url = f"http://127.0.0.1:{port}"
-    with service("hoprag serve --production", args, f"{url}/health", timeout_s=180, env=env,
-                 log=log) as proc:  # fmt: skip
-        yield url, proc
+    env = {
+        "HOPRAG_INDEX": index,
+        "HOPRAG_POSTGRES_URL": database,
+        "HOPRAG_LLM_BASE_URL": model_url,
+        "HOPRAG_API_TOKENS": f"alice:{ALICE},bob:{BOB}",
+        "HOPRAG_QA_CACHE": "off",  # each run its full length, so that a kill lands mid-run
+    }
+    return hoprag_server(home, env, logs, production=True)
 
 
 def client(url: str) -> SyncLangGraphClient:
@@ -103,9 +87,6 @@ def last_reply(url: str, thread: str) -> str:
     return client(url).threads.get_state(thread)["values"]["messages"][-1]["content"]
 
 
-Replica = tuple[str, subprocess.Popen[bytes]]
-
-
 @pytest.fixture(scope="module")
 def pair(
     home: Path,
@@ -113,21 +94,21 @@ def pair(
     database: str,
     model_url: str,
     tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[tuple[Replica, Replica]]:
+) -> Iterator[tuple[Server, Server]]:
     """Two replicas on one database and one model endpoint, started once for the module;
     the last test kills the first."""
     logs = tmp_path_factory.mktemp("hoprag-production")
     with (
-        replica(home, sample_index, database, model_url, logs / "a.log") as a,
-        replica(home, sample_index, database, model_url, logs / "b.log") as b,
+        replica(home, sample_index, database, model_url, logs) as a,
+        replica(home, sample_index, database, model_url, logs) as b,
     ):
         yield a, b
 
 
 def test_strangers_out_of_range_settings_and_foreign_pages_are_refused(
-    pair: tuple[Replica, Replica],
+    pair: tuple[Server, Server],
 ) -> None:
-    (url, _), _ = pair
+    url = pair[0].url
     alice = {"Authorization": f"Bearer {ALICE}"}
     with httpx.Client(base_url=url, headers=alice, timeout=60) as http:
         assert http.post("/threads", json={}, headers={"Authorization": ""}).status_code == 401
@@ -170,8 +151,8 @@ def test_strangers_out_of_range_settings_and_foreign_pages_are_refused(
         assert http.get(f"/threads/{thread}/runs").json() == []  # nothing ran on it
 
 
-def test_any_replica_serves_a_thread_and_its_follow_up(pair: tuple[Replica, Replica]) -> None:
-    (url_a, _), (url_b, _) = pair
+def test_any_replica_serves_a_thread_and_its_follow_up(pair: tuple[Server, Server]) -> None:
+    url_a, url_b = pair[0].url, pair[1].url
     thread = client(url_a).threads.create()["thread_id"]
     events = ask(url_a, thread, QUESTION)
     assert {"updates", "custom"} <= set(events)  # the decisions stream as custom events
@@ -182,14 +163,14 @@ def test_any_replica_serves_a_thread_and_its_follow_up(pair: tuple[Replica, Repl
 
 
 def test_a_replica_killed_mid_run_loses_no_thread_and_a_restarted_one_serves_it(
-    pair: tuple[Replica, Replica],
+    pair: tuple[Server, Server],
     home: Path,
     sample_index: str,
     database: str,
     model_url: str,
     tmp_path: Path,
 ) -> None:
-    (url_a, proc_a), (url_b, _) = pair
+    url_a, url_b = pair[0].url, pair[1].url
     thread = client(url_a).threads.create()["thread_id"]
     started = threading.Event()
 
@@ -209,7 +190,7 @@ def test_a_replica_killed_mid_run_loses_no_thread_and_a_restarted_one_serves_it(
     streaming = threading.Thread(target=stream_on_a, daemon=True)
     streaming.start()
     assert started.wait(120), "the run on replica A never streamed a step"
-    os.killpg(proc_a.pid, signal.SIGKILL)
+    pair[0].kill()  # SIGKILL to its whole process group
 
     other = client(url_b)
     assert other.threads.get(thread)["thread_id"] == thread  # readable from B
@@ -235,8 +216,8 @@ def test_a_replica_killed_mid_run_loses_no_thread_and_a_restarted_one_serves_it(
     assert resumed.returncode == 0, resumed.stderr
     assert ANSWER in json.loads(resumed.stdout)["answer"]
     # A replica started again in A's place (a restart) serves the finished thread.
-    with replica(home, sample_index, database, model_url, tmp_path / "a2.log") as (url, _):
-        messages = client(url).threads.get_state(thread)["values"]["messages"]
+    with replica(home, sample_index, database, model_url, tmp_path) as restarted:
+        messages = client(restarted.url).threads.get_state(thread)["values"]["messages"]
         assert [m["type"] for m in messages] == ["human", "ai"]
         assert ANSWER in messages[-1]["content"]
 
@@ -252,19 +233,14 @@ def test_without_a_database_it_keeps_a_cluster_of_its_own_across_restarts(
         (own_home / "indexes" / entry.name).symlink_to(entry)
     (own_home / "models").symlink_to(home / "models")
     folder = cluster_folder(own_home)
-    port = free_port()
-    env = hoprag_env(own_home, HOPRAG_INDEX=sample_index, HOPRAG_PORT=str(port),
-                     HOPRAG_API_TOKENS=f"alice:{ALICE}")  # fmt: skip
-    env.pop("HOPRAG_POSTGRES_URL", None)
-    args = [sys.executable, "-m", "app.cli", "serve", "--production"]
-    url = f"http://127.0.0.1:{port}"
+    # No database named: "" is the setting's default, whatever this process has.
+    env = {"HOPRAG_INDEX": sample_index, "HOPRAG_API_TOKENS": f"alice:{ALICE}",
+           "HOPRAG_POSTGRES_URL": ""}  # fmt: skip
     try:
-        with service("hoprag serve --production", args, f"{url}/health", timeout_s=180,
-                     env=env, log=tmp_path / "one.log"):  # fmt: skip
-            thread = client(url).threads.create(metadata={"note": "kept"})["thread_id"]
+        with hoprag_server(own_home, env, tmp_path, production=True) as server:
+            thread = client(server.url).threads.create(metadata={"note": "kept"})["thread_id"]
         assert not list(folder.glob("data/postmaster.pid"))  # stopped with the server
-        with service("hoprag serve --production", args, f"{url}/health", timeout_s=180,
-                     env=env, log=tmp_path / "two.log"):  # fmt: skip
-            assert client(url).threads.get(thread)["metadata"]["note"] == "kept"
+        with hoprag_server(own_home, env, tmp_path, production=True) as server:
+            assert client(server.url).threads.get(thread)["metadata"]["note"] == "kept"
     finally:
         shutil.rmtree(folder, ignore_errors=True)
