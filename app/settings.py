@@ -525,7 +525,7 @@ class Settings:
         },
     )
     fan_out_comparisons: bool = field(
-        default=False,  # off until measured against the serial loop (bench.comparisons)
+        default=True,  # bench.comparisons: fewer calls, EM not lower (docs/decisions.md)
         metadata={
             "description": "A comparison's steps ask one sub-question per option at once, "
             "in parallel branches (the writer writes one, the others name the other "

@@ -128,10 +128,10 @@ def test_routing() -> None:
     assert route_after_sufficiency(two_dead_ends, runtime) == "fallback_answer"
     # A comparison writes its next steps for every option at once, unless fan-out is off.
     compared = {"question": "Who was born first, Ann Obi or Bo Lind?", "hop": 2}
-    fan_out = Runtime(Settings(max_steps=3, fan_out_comparisons=True))
-    assert route_after_direct_check(compared, fan_out) == "write_option_sub_questions"
-    assert route_after_sufficiency(compared, fan_out) == "write_option_sub_questions"
-    assert route_after_sufficiency(compared, runtime) == "hop"  # off by default
+    serial = Runtime(Settings(max_steps=3, fan_out_comparisons=False))
+    assert route_after_direct_check(compared, runtime) == "write_option_sub_questions"
+    assert route_after_sufficiency(compared, runtime) == "write_option_sub_questions"
+    assert route_after_sufficiency(compared, serial) == "hop"
     # The fallback's trace says why the loop handed over.
     dead_end = {**two_dead_ends, "sub_question": "Where?"}
     assert fallback_reason(dead_end, 3) == "2 sub-questions found no answer"

@@ -457,7 +457,7 @@ def test_with_fan_out_off_a_comparison_takes_one_step_at_a_time(
     turn_settings: Settings, cache: QACache
 ) -> None:
     writer = KeyedWriter(FOUNDERS[0], BIRTHS[0], FOUNDERS[1], BIRTHS[1], answers=ANSWERS)
-    assert not turn_settings.fan_out_comparisons  # the default, until measured
+    turn_settings = turn_settings.with_overrides(fan_out_comparisons=False)
     ran, state = run_comparison(turn_settings, cache, writer, StubRetriever(FOUND))
     assert [node for _, node in ran] == [*START, *STEP * 4, "answer_from_qa_table", "reply"]
     assert [r[0] for r in rows(state)] == [FOUNDERS[0], BIRTHS[0], FOUNDERS[1], BIRTHS[1]]

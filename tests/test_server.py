@@ -21,6 +21,7 @@ import pytest
 from langgraph_sdk import get_sync_client
 
 from app.llm.engine import free_port
+from graph.deft import HOP
 from tests.conftest import HOPRAG, ROOT, stored_data
 
 pytestmark = pytest.mark.e2e  # the real chat model, servers or the installed CLI
@@ -149,6 +150,48 @@ def test_a_deft_chat_follow_up_is_made_self_contained_and_cites_sources(
     assert "asked: and where was she born?" in replay.stdout
     assert "[contextualise_question]" in replay.stdout and "decision " in replay.stdout
     assert "cited: " in replay.stdout and "[14] Odile Farrengast" in replay.stdout
+
+
+TWO_HOPS = "Which river flows through the town where Tavistrom College is located?"
+HOP_STEPS = ("write_sub_question", "retrieve_for_sub_question", "filter_relevant",
+             "answer_sub_question", "update_qa_table")  # fmt: skip
+
+
+def test_studio_draws_and_streams_every_step_of_the_hop(server_url: str) -> None:
+    """What Studio shows of DeFT's hop subgraph: the graph drawn with xray holds the hop's
+    own steps, and a two-hop turn streamed with subgraphs names each of them under the
+    hop's namespace, with the decisions taken there; `hoprag trace --url` lists them too.
+    Without the QA cache, so that no step is answered from another test's rows, and without
+    the direct answer, which can read both hops at once."""
+    client = get_sync_client(url=server_url)
+    deft = client.assistants.search(graph_id="deft", limit=1)[0]["assistant_id"]
+    drawn = {node["id"] for node in client.assistants.get_graph(deft, xray=True)["nodes"]}
+    assert {f"{HOP}:{step}" for step in HOP_STEPS} <= drawn, sorted(drawn)
+
+    thread = client.threads.create()["thread_id"]
+    events = list(
+        client.runs.stream(
+            thread,
+            "deft",
+            input={"question": TWO_HOPS},
+            context={"qa_cache": False, "direct_answer": False},
+            stream_mode=["updates", "custom"],
+            stream_subgraphs=True,
+        )
+    )
+    in_hop = [e for e in events if e.event.split("|")[-1].startswith(f"{HOP}:")]
+    assert set(HOP_STEPS) <= {
+        node for e in in_hop if e.event.startswith("updates") for node in e.data
+    }
+    assert any(e.event.startswith("custom") and "decision" in e.data for e in in_hop)
+    state = client.threads.get_state(thread)["values"]
+    assert len(state["qa_table"]) >= 2 and "ulden" in state["answer"].lower()
+
+    replay = subprocess.run(
+        [HOPRAG, "trace", thread, "--url", server_url], capture_output=True, text=True, timeout=120
+    )
+    assert replay.returncode == 0, replay.stderr
+    assert all(f"[{step}]" in replay.stdout for step in HOP_STEPS), replay.stdout
 
 
 def test_a_chainrag_thread_runs_through_the_sdk(server_url: str) -> None:
