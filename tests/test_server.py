@@ -23,6 +23,7 @@ from langgraph_sdk import get_sync_client
 from app.llm.engine import free_port
 from graph.deft import HOP
 from tests.conftest import HOPRAG, ROOT, stored_data
+from tests.test_deft import TWO_HOPS
 
 pytestmark = pytest.mark.e2e  # the real chat model, servers or the installed CLI
 
@@ -152,7 +153,6 @@ def test_a_deft_chat_follow_up_is_made_self_contained_and_cites_sources(
     assert "cited: " in replay.stdout and "[14] Odile Farrengast" in replay.stdout
 
 
-TWO_HOPS = "Which river flows through the town where Tavistrom College is located?"
 HOP_STEPS = ("write_sub_question", "retrieve_for_sub_question", "filter_relevant",
              "answer_sub_question", "update_qa_table")  # fmt: skip
 
