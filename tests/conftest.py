@@ -20,6 +20,8 @@ ROOT = Path(__file__).resolve().parents[1]
 SAMPLE_CORPUS = ROOT / "app" / "data" / "sample" / "corpus.json"
 SAMPLE_QUESTIONS = ROOT / "app" / "data" / "sample" / "questions.json"
 HOPRAG = str(Path(sys.executable).with_name("hoprag"))
+# The sample's two-hop question, the one `make demo` asks: "Ulden River".
+DEMO_QUESTION = "Which river flows through the town where Tavistrom College is located?"
 
 
 # The end-to-end tier: tests that talk to the real chat model, start servers or run the

@@ -14,6 +14,7 @@ from graph.resources import Resources
 from graph.state import ChainStep
 from nodes.integrate import route_after_chain_step
 from nodes.rewrite import known_facts, substitute_answers
+from tests.conftest import DEMO_QUESTION
 from tools.question_rules import parse_plan
 
 
@@ -79,7 +80,7 @@ def test_chainrag_end_to_end_with_context_integration(
 ) -> None:
     graph = build_chainrag(resources)
     final = graph.invoke(
-        {"question": "Which river flows through the town where Tavistrom College is located?"},
+        {"question": DEMO_QUESTION},
         context=settings.with_overrides(chain_integration="context"),
     )
     plan, chain = final["plan"], final["chain"]

@@ -14,7 +14,7 @@ import pytest
 from langchain_openai import ChatOpenAI
 
 from app.llm.engine import free_port
-from tests.conftest import HOPRAG, SAMPLE_CORPUS, assert_user_error, run_cli
+from tests.conftest import DEMO_QUESTION, HOPRAG, SAMPLE_CORPUS, assert_user_error, run_cli
 
 
 def listed_commands(help_text: str) -> list[str]:
@@ -134,7 +134,7 @@ def test_ask_vanilla_end_to_end_with_the_embedded_model(home: Path, sample_index
     by the command itself."""
     proc = run_cli(
         "ask",
-        "Which river flows through the town where Tavistrom College is located?",
+        DEMO_QUESTION,
         "--index",
         sample_index,
         "--system",

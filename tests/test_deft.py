@@ -11,11 +11,10 @@ import pytest
 from app.settings import Settings
 from graph.deft import HOP, build_deft
 from graph.resources import Resources
+from tests.conftest import DEMO_QUESTION
 from tools.question_rules import has_back_reference
 
 pytestmark = pytest.mark.e2e  # the real chat model, servers or the installed CLI
-
-TWO_HOPS = "Which river flows through the town where Tavistrom College is located?"
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +31,7 @@ def test_two_hop_question_through_sub_questions(resources: Resources, settings: 
     graph = build_deft(resources)
     events = steps(
         graph.stream(
-            {"question": TWO_HOPS},
+            {"question": DEMO_QUESTION},
             context=context,
             stream_mode=["updates", "custom"],
             subgraphs=True,
@@ -57,7 +56,7 @@ def test_two_hop_question_through_sub_questions(resources: Resources, settings: 
     # The same question again: its sub-questions come from the shared QA cache, so fewer
     # sub-questions are retrieved for and read.
     stream = graph.stream(
-        {"question": TWO_HOPS}, context=context, stream_mode=["updates"], subgraphs=True
+        {"question": DEMO_QUESTION}, context=context, stream_mode=["updates"], subgraphs=True
     )
     cached = [chunk for _, chunk in steps(stream)]
     cached_nodes = [node for chunk in cached for node in chunk]

@@ -40,6 +40,7 @@ from nodes.final import (
 from nodes.qa_table import update_qa_table
 from nodes.question import take_question
 from nodes.sub_question import write_sub_question
+from tests.conftest import DEMO_QUESTION
 from tools.answer_rules import clean_answer, is_unknown
 from tools.decision import Calibration, DecisionModel
 from tools.qa_cache import QACache
@@ -503,7 +504,7 @@ class _Recorder:
         ('Are both "Cooking Light" and "Vibe" magazines?', True),
         ("Did Marian Hillar and John Henry Caldwell share the same nationality?", True),
         ("Were The Bomb and Rolling Papers released in the same year?", True),
-        ("Which river flows through the town where Tavistrom College is located?", False),
+        (DEMO_QUESTION, False),
         ("Who is the spouse of Will Arnett?", False),
         ("Island Records signed which band first?", False),
     ],

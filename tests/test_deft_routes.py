@@ -17,10 +17,10 @@ from app.index.store import PassageRecord
 from app.settings import Settings
 from graph.deft import build_deft
 from graph.resources import Resources
+from tests.conftest import DEMO_QUESTION
 from tools.qa_cache import QACache
 from tools.retriever import RetrievedPassage
 
-QUESTION = "Which river flows through the town where Tavistrom College is located?"
 FIRST = "Where is Tavistrom College located?"
 SECOND = "Which river flows through Brisk Hollow?"
 CORPUS = {
@@ -38,7 +38,7 @@ FOUNDERS = ("Who founded Tavistrom College?", "Who founded Dunmere College?")
 BIRTHS = ("When was Augustin Reyvald born?", "When was Mara Quell born?")
 # What the stub retriever finds for each query (ids, best first); other queries find nothing.
 FOUND = {
-    QUESTION: [1, 2, 4],
+    DEMO_QUESTION: [1, 2, 4],
     FIRST: [1, 4],
     SECOND: [2, 3],
     COMPARE: [1, 4],
@@ -181,7 +181,7 @@ def run_turn(
     nodes, state = [], {}
     UPDATES.clear()
     for namespace, mode, chunk in graph.stream(
-        {"question": QUESTION},
+        {"question": DEMO_QUESTION},
         context=settings,
         stream_mode=["updates", "values"],
         subgraphs=True,
@@ -214,7 +214,7 @@ def test_a_direct_answer_reads_the_question_passages_once(
     nodes, state, retriever = run_turn(turn_settings, cache, dm, writer)
     assert nodes == [*START, "answer_directly", "reply"]
     assert state["direct"] is True and state["answer"] == "Ulden River"
-    assert state["hop"] == 0 and rows(state) == [] and retriever.queries == [QUESTION]
+    assert state["hop"] == 0 and rows(state) == [] and retriever.queries == [DEMO_QUESTION]
     assert dm.asked == ["depth", "direct", "rel", "rel"]  # DM_rel: passages, then sentences
     assert state["answer_passage_ids"] == [1, 2, 4]
     assert [c["id"] for c in state["citations"]] == [1, 2, 4]
@@ -232,7 +232,7 @@ def test_a_two_hop_chain_answers_from_its_qa_table(turn_settings: Settings, cach
     ]
     assert state["hop"] == 2 and state["sufficient"] is True
     assert state["answer"] == "Ulden River" and state["direct"] is False
-    assert retriever.queries == [QUESTION, FIRST, SECOND]
+    assert retriever.queries == [DEMO_QUESTION, FIRST, SECOND]
     # The trace streams each step's own keys, which the turn's state does not keep.
     assert [u["sub_answer"] for u in updates_of("answer_sub_question")] == [
         "Brisk Hollow",
@@ -263,7 +263,7 @@ def test_a_cached_sub_question_is_neither_retrieved_for_nor_read(
         (SECOND, "Ulden River", [2, 3], "retrieved"),
     ]
     assert state["hop"] == 2 and state["answer"] == "Ulden River"
-    assert retriever.queries == [QUESTION, SECOND]  # nothing retrieved for FIRST
+    assert retriever.queries == [DEMO_QUESTION, SECOND]  # nothing retrieved for FIRST
     assert [u["cache_hit"] for u in updates_of("lookup_qa_cache")] == [
         {"sub_question": FIRST, "answer": "Brisk Hollow", "passage_ids": [1], "how": "exact"},
         None,
@@ -280,9 +280,13 @@ def test_a_dead_end_hands_over_to_the_fallback(turn_settings: Settings, cache: Q
     assert nodes == [*START, *STEP, "fallback_answer", "reply"]
     assert state["qa_table"] == [] and state["unanswerable"] == [unfound]
     assert state["hop"] == 1 and state["sufficient"] is False
-    assert notes(state) == [("fallback_reason", "1 steps taken"), ("fallback_question", QUESTION)]
+    assert notes(state) == [
+        ("fallback_reason", "1 steps taken"),
+        ("fallback_question", DEMO_QUESTION),
+    ]
     assert state["answer"] == "Ulden River" and state["answer_passage_ids"] == [1, 2, 4]
-    assert retriever.queries == [QUESTION, unfound, QUESTION]  # the fallback searches Q again
+    # the fallback searches the question again
+    assert retriever.queries == [DEMO_QUESTION, unfound, DEMO_QUESTION]
     assert cache.stats()["entries"] == 0  # no answer, nothing cached
 
 
@@ -318,7 +322,7 @@ def test_a_run_stopped_inside_a_hop_resumes_there_and_traces_every_step(
         graph = build_deft(resources, checkpointer=saver)
         run = {"context": turn_settings, "durability": "sync", "subgraphs": True}
         with pytest.raises(ConnectionError):
-            list(graph.stream({"question": QUESTION}, config, **run))  # type: ignore[arg-type]
+            list(graph.stream({"question": DEMO_QUESTION}, config, **run))  # type: ignore[arg-type]
         stopped = read_run(saver, "stopped")
         assert not stopped.finished and stopped.pending == ["answer_sub_question"]
         assert [s.node for s in stopped.steps] == [

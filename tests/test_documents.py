@@ -15,9 +15,7 @@ from app.errors import UserError
 from app.index.corpus import load_corpus
 from app.index.documents import SECTION_SEP, WHOLE_SECTION, even_pieces
 from app.settings import Settings
-from tests.conftest import SAMPLE_CORPUS, run_cli
-
-DEMO_QUESTION = "Which river flows through the town where Tavistrom College is located?"
+from tests.conftest import DEMO_QUESTION, SAMPLE_CORPUS, run_cli
 
 SECTIONS = {
     "Tavistrom College": "Tavistrom College is a small college in the town of Brisk Hollow. "

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import DEMO_QUESTION, ROOT
 
 PACKAGES = ("app", "graph", "nodes", "tools", "prompts")
 # Import names of the libraries that answering must not load (sentence-transformers and
@@ -241,7 +241,7 @@ def test_stop_words_match_spacy() -> None:
 # What `hoprag ask` loads and runs before its first LLM call: the CLI, the checkpointer,
 # the resources of an index (embedder, trained DM, QA cache, sentence graph) and a graph;
 # then the embedder and every kind of trained-DM judgement.
-ANSWERING = """
+ANSWERING = f"""
 import json, sys
 from app.settings import Settings
 import app.cli, app.cli.ask
@@ -256,7 +256,7 @@ with open_checkpointer(settings) as saver:
         build_system(system, resources, checkpointer=saver)
     dm = resources.dm.trained
     passages = ["Tavistrom College: a college in Elmbridge.", "Elmbridge: a town on the Wey."]
-    question = "Which river flows through the town where Tavistrom College is located?"
+    question = {DEMO_QUESTION!r}
     resources.retriever.embedder.embed([question])
     dm.p("rel", [(question, p) for p in passages])
     dm.p("same", [(question, question)])

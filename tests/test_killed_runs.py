@@ -26,10 +26,9 @@ from app.checkpoints import open_checkpointer, read_run
 from app.postgres import postgres_bin
 from app.settings import Settings
 from bench.services import postgres_server
-from tests.conftest import ROOT, assert_user_error
+from tests.conftest import DEMO_QUESTION, ROOT, assert_user_error
 from tests.fake_endpoint import FakeEndpoint, fake_endpoint
 
-QUESTION = "Which river flows through the town where Tavistrom College is located?"
 FIRST_HOP = "Where is Tavistrom College located?"
 SECOND_HOP = "Which river flows through Brisk Hollow?"
 SECOND_HOP_ANSWER = f"Question: {SECOND_HOP} Answer:"  # the prompt of the 4th of 5 calls
@@ -37,11 +36,11 @@ FINAL_ANSWER = f"Known facts: - {FIRST_HOP} Brisk Hollow - {SECOND_HOP} Ulden Ri
 # The stub's reply by how the prompt ends (whitespace collapsed): two hops, then the
 # answer from the QA table; anything else is "unknown".
 REPLIES = {
-    f"Complex question: {QUESTION} Simple question:": FIRST_HOP,
+    f"Complex question: {DEMO_QUESTION} Simple question:": FIRST_HOP,
     "Answer: Brisk Hollow Simple question:": SECOND_HOP,
     f"Question: {FIRST_HOP} Answer:": "Brisk Hollow",
     SECOND_HOP_ANSWER: "Ulden River",
-    f"{FINAL_ANSWER} Question: {QUESTION} Answer:": "Ulden River",
+    f"{FINAL_ANSWER} Question: {DEMO_QUESTION} Answer:": "Ulden River",
 }
 WAIT_S = 120  # for a run to reach a held call, or to end, on a busy 2-core machine
 
@@ -137,7 +136,7 @@ class Answered:
 @pytest.fixture(scope="module")
 def unbroken(private_home: Path, endpoint: ScriptedEndpoint) -> Answered:
     before = endpoint.requests
-    done = cli("ask", QUESTION, "--json", env=env_for(private_home, endpoint))
+    done = cli("ask", DEMO_QUESTION, "--json", env=env_for(private_home, endpoint))
     assert done.returncode == 0, done.stderr
     payload = json.loads(done.stdout)
     assert payload["answer"] == "Ulden River"
@@ -180,7 +179,7 @@ def test_a_killed_run_resumes_to_the_unbroken_answer_and_runs_in_one_process(
 ) -> None:
     env, thread = env_for(private_home, endpoint), f"killed-{uuid.uuid4().hex[:8]}"
     asked, finished = held_run(
-        endpoint, SECOND_HOP_ANSWER, "ask", QUESTION, "--thread", thread, env=env
+        endpoint, SECOND_HOP_ANSWER, "ask", DEMO_QUESTION, "--thread", thread, env=env
     )
     asked.send_signal(signal.SIGKILL)  # while it waits for the second hop's answer
     assert finish(asked).returncode == -signal.SIGKILL
@@ -259,10 +258,10 @@ def test_postgres_stopped_mid_run_is_one_line_and_the_run_resumes_once_it_is_bac
             data = Path(str(conn.execute("SHOW data_directory").fetchone()[0]))  # type: ignore[index]
         env = env_for(private_home, endpoint, url)
         asked, finished = held_run(
-            endpoint, SECOND_HOP_ANSWER, "ask", QUESTION, "--thread", thread, env=env
+            endpoint, SECOND_HOP_ANSWER, "ask", DEMO_QUESTION, "--thread", thread, env=env
         )
         try:
-            refused = cli("ask", QUESTION, "--thread", thread, env=env)  # a new turn, too
+            refused = cli("ask", DEMO_QUESTION, "--thread", thread, env=env)  # a new turn, too
             assert_user_error(refused, f"thread {thread!r} is already running")
             pg_ctl(data, "-m", "fast", "stop")
         finally:

@@ -28,12 +28,12 @@ from app.postgres import cluster_folder
 from app.settings import HEARTBEAT_S, REPLICA_LOST_S
 from bench.services import Server, hoprag_env, hoprag_server, model_endpoint, new_database
 from graph.replicas import LOST_RUN
+from tests.conftest import DEMO_QUESTION
 
 pytestmark = pytest.mark.e2e
 
 ALICE = "alice-token-0123456789abcdef"
 BOB = "bob-token-0123456789abcdefgh"
-QUESTION = "Which river flows through the town where Tavistrom College is located?"
 ANSWER = "Ulden"
 FOREIGN = "https://evil.example"
 
@@ -113,7 +113,7 @@ def test_strangers_out_of_range_settings_and_foreign_pages_are_refused(
     with httpx.Client(base_url=url, headers=alice, timeout=60) as http:
         assert http.post("/threads", json={}, headers={"Authorization": ""}).status_code == 401
         thread = http.post("/threads", json={}).json()["thread_id"]
-        run = {"assistant_id": "deft", "input": {"question": QUESTION}}
+        run = {"assistant_id": "deft", "input": {"question": DEMO_QUESTION}}
         for change, detail in [
             ({"context": {"max_steps": 1000}}, "max_steps=1000 is out of range 1..12"),
             ({"config": {"recursion_limit": 10**6}}, "out of range 1..200"),
@@ -154,7 +154,7 @@ def test_strangers_out_of_range_settings_and_foreign_pages_are_refused(
 def test_any_replica_serves_a_thread_and_its_follow_up(pair: tuple[Server, Server]) -> None:
     url_a, url_b = pair[0].url, pair[1].url
     thread = client(url_a).threads.create()["thread_id"]
-    events = ask(url_a, thread, QUESTION)
+    events = ask(url_a, thread, DEMO_QUESTION)
     assert {"updates", "custom"} <= set(events)  # the decisions stream as custom events
     assert ANSWER in last_reply(url_b, thread)  # read back on the other replica
     ask(url_b, thread, "Who founded it?")  # a follow-up turn there
@@ -180,7 +180,7 @@ def test_a_replica_killed_mid_run_loses_no_thread_and_a_restarted_one_serves_it(
                 thread,
                 "deft",
                 stream_mode=["updates"],
-                input={"messages": [{"role": "user", "content": QUESTION}]},
+                input={"messages": [{"role": "user", "content": DEMO_QUESTION}]},
             ):
                 if part.event == "updates":
                     started.set()

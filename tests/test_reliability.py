@@ -25,11 +25,16 @@ from app.index.store import CorpusIndex
 from app.llm.engine import free_port
 from app.llm.gateway import LLMGateway
 from app.settings import MAX_QUESTION_CHARS, Settings
-from tests.conftest import HOPRAG, SAMPLE_CORPUS, assert_user_error, run_cli, stored_data
+from tests.conftest import (
+    DEMO_QUESTION,
+    HOPRAG,
+    SAMPLE_CORPUS,
+    assert_user_error,
+    run_cli,
+    stored_data,
+)
 
 pytestmark = pytest.mark.e2e  # the real chat model, servers or the installed CLI
-
-TWO_HOPS = "Which river flows through the town where Tavistrom College is located?"
 
 
 @pytest.fixture
@@ -213,7 +218,7 @@ def test_killing_the_llm_server_mid_run_then_resuming_the_thread(
     env = {**os.environ, "HOPRAG_HOME": str(home), **off}
     thread = f"killed-{time.time_ns()}"
     proc = subprocess.Popen(
-        [HOPRAG, "ask", TWO_HOPS, "--thread", thread, "--trace"],
+        [HOPRAG, "ask", DEMO_QUESTION, "--thread", thread, "--trace"],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -22,8 +22,7 @@ from langgraph_sdk import get_sync_client
 
 from app.llm.engine import free_port
 from graph.deft import HOP
-from tests.conftest import HOPRAG, ROOT, stored_data
-from tests.test_deft import TWO_HOPS
+from tests.conftest import DEMO_QUESTION, HOPRAG, ROOT, stored_data
 
 pytestmark = pytest.mark.e2e  # the real chat model, servers or the installed CLI
 
@@ -173,7 +172,7 @@ def test_studio_draws_and_streams_every_step_of_the_hop(server_url: str) -> None
         client.runs.stream(
             thread,
             "deft",
-            input={"question": TWO_HOPS},
+            input={"question": DEMO_QUESTION},
             context={"qa_cache": False, "direct_answer": False},
             stream_mode=["updates", "custom"],
             stream_subgraphs=True,
