@@ -15,7 +15,14 @@ from pathlib import Path
 import pytest
 
 from app.errors import UserError
-from app.eval.run import chainrag_signature, deft_signature, read_traces, run_eval
+from app.eval.report import compare_runs
+from app.eval.run import (
+    chainrag_signature,
+    code_version,
+    deft_signature,
+    read_traces,
+    run_eval,
+)
 from app.settings import Settings
 from graph.resources import Resources
 from tests.conftest import HOPRAG, SAMPLE_CORPUS, SAMPLE_QUESTIONS, assert_user_error, run_cli
@@ -184,7 +191,8 @@ def test_resume_after_kill_never_repeats_a_finished_question(
             "answer_from_passages",
             "reply",
         ]
-    assert json.loads((out / "run.json").read_text())["date"]
+    run_file = json.loads((out / "run.json").read_text())
+    assert run_file["date"] and run_file["code"] == [code_version()]
     summary = json.loads((out / "summary.json").read_text())
     assert summary["all"]["n"] == 3 and "same model" in summary["judge"]
 
@@ -265,6 +273,33 @@ def test_a_run_signature_names_the_decision_model_that_judged() -> None:
     assert "trained_dm=off" in deft_signature(off) and "trained_dm=off" in chainrag_signature(off)
     assert "trained_dm=off" not in deft_signature(on)  # the dm.json digest, or none
     assert deft_signature(on) != deft_signature(off)
+
+
+def test_runs_record_their_prompts_and_compare_names_a_change(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    prompts = tmp_path / "prompts"
+    prompts.mkdir()
+    (prompts / "answer.md").write_text("## user\nPassages:\n{passages}\n")
+    monkeypatch.setattr("app.eval.run.PROMPT_DIR", prompts)
+    before = code_version()
+    (prompts / "answer.md").write_text("## user\nPassages (quoted):\n{passages}\n")
+    after = code_version()
+    assert before["prompts"] != after["prompts"] and "commit" not in after  # no git here
+
+    def run(name: str, *versions: dict[str, str]) -> Path:
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "run.json").write_text(
+            json.dumps({"system": "deft", "index": "sample", "code": list(versions)})
+        )
+        (folder / "results.jsonl").write_text(json.dumps({"id": "q1", "em": 1.0}) + "\n")
+        return folder
+
+    a, b, c = run("a", before), run("b", after), run("c", before)
+    assert compare_runs(a, c)["same_prompts"] and not compare_runs(a, b)["same_prompts"]
+    resumed = run("resumed", before, after)  # a run resumed after a prompt edit
+    assert not compare_runs(a, resumed)["same_prompts"]
 
 
 def test_the_trace_keeps_what_a_step_found() -> None:

@@ -75,6 +75,8 @@ def eval_compare(
     result = compare_runs(run_a, run_b)
     print_table(result["rows"], ["metric", "a", "b", "b_minus_a", "mcnemar_p"])
     typer.echo(f"\n{result['shared']} shared questions ({result['a']} vs {result['b']})")
+    if not result["same_prompts"]:
+        typer.echo("The two runs read different prompts (or one does not record its prompts).")
 
 
 @eval_app.command("report")

@@ -57,7 +57,20 @@ def compare_runs(run_a: Path, run_b: Path) -> dict[str, Any]:
                 "mcnemar_p": p_value,
             }
         )
-    return {"a": _label(config_a), "b": _label(config_b), "shared": len(shared), "rows": rows}
+    return {
+        "a": _label(config_a),
+        "b": _label(config_b),
+        "shared": len(shared),
+        "rows": rows,
+        "same_prompts": _prompts(config_a) == _prompts(config_b),
+    }
+
+
+def _prompts(config: dict[str, Any]) -> set[str] | None:
+    """The prompt fingerprints a run's answers came from (None for a run from before they
+    were recorded)."""
+    code = config.get("code")
+    return {v["prompts"] for v in code} if code else None
 
 
 def _png(fig: Any, out: Path, name: str) -> tuple[Path, str]:

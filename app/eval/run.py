@@ -16,6 +16,7 @@ import hashlib
 import json
 import os
 import statistics
+import subprocess
 import time
 import zlib
 from collections import defaultdict
@@ -45,7 +46,7 @@ from app.llm.gateway import LLMGateway
 from app.settings import DEFT_SETTINGS, Settings
 from graph.resources import Resources
 from graph.systems import build_system
-from prompts import load_prompt
+from prompts import PROMPT_DIR, load_prompt
 from tools.answer_rules import UNKNOWN, normalize_answer
 from tools.comparison import RULE
 from tools.decision import CALIBRATION_FILE
@@ -449,7 +450,7 @@ def run_eval(
     done = _check_out_dir(out, config)  # before any model is loaded
     out.mkdir(parents=True, exist_ok=True)
     # `date`: when results were last written (bench.render dates runs by it)
-    run_file = {**asdict(config), "date": _run_file_date(out)}
+    run_file = {**asdict(config), "date": _run_file_date(out), "code": _run_file_code(out)}
     _write_run_file(out, run_file)
     _trim_traces(out / TRACES)
 
@@ -502,6 +503,46 @@ def run_eval(
     summary = {"config": asdict(config), "judge": judge_desc, **summarise(records)}
     (out / SUMMARY).write_text(json.dumps(summary, indent=2))
     return summary
+
+
+def code_version() -> dict[str, str]:
+    """What a run's answers depend on besides its settings: the prompts' fingerprint and,
+    in a git checkout, the commit (`+changes` with uncommitted edits), so that two runs
+    that differ can be told apart by their code."""
+    digest = hashlib.sha256()
+    for path in sorted(PROMPT_DIR.rglob("*")):
+        if path.is_file() and path.suffix in {".md", ".json", ".txt"}:
+            digest.update(path.relative_to(PROMPT_DIR).as_posix().encode() + b"\0")
+            digest.update(path.read_bytes())
+    version = {"prompts": digest.hexdigest()[:12]}
+    root = PROMPT_DIR.parent
+    if (root / ".git").exists():
+        git = ["git", "-C", str(root)]
+        try:
+            head = subprocess.run(
+                [*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
+            ).stdout.strip()
+            edits = subprocess.run(
+                [*git, "status", "--porcelain", "--untracked-files=no"],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout.strip()
+        except (OSError, subprocess.CalledProcessError):
+            return version
+        version["commit"] = head + ("+changes" if edits else "")
+    return version
+
+
+def _run_file_code(out: Path) -> list[dict[str, str]]:
+    """The code versions a run folder's answers came from: its earlier ones (a resumed
+    run) and this one."""
+    try:
+        versions = json.loads((out / RUN).read_text()).get("code") or []
+    except FileNotFoundError:
+        versions = []
+    now = code_version()
+    return versions if now in versions else [*versions, now]
 
 
 def _run_file_date(out: Path) -> str | None:
