@@ -2,7 +2,8 @@
 
 The depth estimate is asked first because it is cheap (the question alone); DM_direct,
 which reads all w passages, is only asked when the question is shallow enough to be
-answered directly at all. Comparisons the QA table's rules decide never go direct.
+answered directly at all. Comparisons the QA table's rules decide and family relations
+that chain single ones never go direct.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from tools.comparison import RULE, decided_by_rule
 from tools.decision import DecisionModel
 from tools.decision_log import decide, timed
 from tools.evidence import select_sentences
+from tools.question_rules import relation_chain
 from tools.reading import answered, read_passages
 from tools.relevance import judge_relevance
 
@@ -32,9 +34,10 @@ def check_direct_answer(
     question = state["question"]
     if not settings.direct_answer or dm.backend("direct") == "off":
         return {"direct": False}  # no direct branch: spend no call on the depth estimate
-    if decided_by_rule(question):
+    if decided_by_rule(question) or relation_chain(question):
         # The reader compares dates and values worse in one call than the QA table's
-        # rules do (docs/BENCHMARKS.md, deft-direct): gather the facts step by step.
+        # rules do (docs/BENCHMARKS.md, deft-direct), and names a link of a family
+        # relation's chain (the mother for a grandmother): gather the facts step by step.
         return {
             "direct": False,
             "decisions": [decide("direct", 0, [], 0.0, settings.tau_direct, RULE, 0.0)],

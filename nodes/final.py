@@ -18,8 +18,8 @@ from tools.decision import DecisionModel
 from tools.evidence import select_sentences
 from tools.question_rules import (
     about,
+    answering_row,
     as_option,
-    asks_the_question,
     echoes_question,
     past_the_bridge,
     with_answers_in_place,
@@ -32,12 +32,13 @@ from tools.step_limits import loop_end
 
 
 def answer_from_qa_table(state: DeftState, *, gateway: LLMGateway) -> dict[str, Any]:
-    """LLM_fin, unless a row asked the question itself: its answer is the answer. An
-    LLM_fin answer that is a bridge of the chain gives way to what the chain found past
-    it (`past_the_bridge`, noted with the answer it replaced)."""
+    """LLM_fin, unless a row asked the question itself or the last step of its relation
+    chain (`answering_row`): its answer is the answer. An LLM_fin answer that is a bridge
+    of the chain gives way to what the chain found past it (`past_the_bridge`, noted with
+    the answer it replaced)."""
     table = state.get("qa_table") or []
     question = state["question"]
-    itself = next((row for row in table if asks_the_question(row, question)), None)
+    itself = answering_row(question, table)
     if itself:
         return {**answered(itself["answer"]), "answer_passage_ids": itself["passage_ids"]}
     update = answer_from_rows(gateway, question, table)

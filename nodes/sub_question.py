@@ -15,6 +15,10 @@ other first step either, is taken as a sign of a one-hop question, asked as it i
 Without any askable sub-question the step is spent and the graph moves on (the hop
 counter bounds every loop).
 
+A question about a family relation that chains single ones ("Who is X's paternal
+grandmother?") is planned by rule, with no call: the father of X, then that father's
+mother (`relation_chain`, `prompts/relation_chains.json`).
+
 A branch of a comparison's fan-out (graph/deft.py) is given its sub-question by the turn
 (`given`, written once for every option: nodes/options.py) and asks it as it is.
 
@@ -37,11 +41,18 @@ from graph.state import StepState
 from tools.comparison import missing_dates
 from tools.examples import ExampleBank
 from tools.planning import plan_sub_questions, writer_messages
-from tools.question_rules import clean_sub_question, hint, next_plan_step, rejection
+from tools.question_rules import (
+    clean_sub_question,
+    hint,
+    next_plan_step,
+    rejection,
+    relation_chain,
+)
 from tools.records import Rejection
 
 NO_ASKABLE_STEP = "no askable step"  # the trace's reason for a planned step not asked
 GIVEN = "fan-out"  # the trace's writer of a branch's sub-question, which the turn wrote
+RELATION_CHAIN = "relation chain"  # the trace's writer of a step of `relation_chain`
 
 
 def planned_step(
@@ -65,10 +76,16 @@ def write_sub_question(
     plan = state.get("plan") or []
     if state.get("given"):  # a fan-out branch: the turn wrote it (nodes/options.py)
         return next_step(state, state["given"], GIVEN, [], plan)
+    chain = relation_chain(state["question"])
+    if chain and not plan:  # a family relation that chains single ones: no call
+        position, planned = next_plan_step(chain, state)
+        if planned:
+            return next_step(state, planned, RELATION_CHAIN, [], chain, position)
     if plan or Settings.of(runtime).sub_questions == "plan" or found_no_answer(state):
         plan, position, planned = planned_step(plan, state, gateway=gateway, examples=examples)
         if planned:
-            return next_step(state, planned, "decomposition", [], plan, position)
+            written_by = RELATION_CHAIN if plan == chain else "decomposition"
+            return next_step(state, planned, written_by, [], plan, position)
     table = state.get("qa_table") or []
     messages = writer_messages(state["question"], table, state.get("unanswerable") or [], examples)
     sub_question = clean_sub_question(gateway.invoke(messages, max_tokens=SUB_QUESTION_TOKENS))

@@ -1,8 +1,9 @@
 """Sufficiency check: DM_suff(Q, F_t) decides whether the QA table already answers Q.
 
 Three rules come first. A row that asks the question itself (a one-hop question, asked
-as it is: `asks_the_question` in tools/question_rules.py) answers it; the DM, trained on
-chains of two or more hops, says no to any one-row table. A date comparison ("who is
+as it is) or the last step of its relation chain ("Who is the mother of <the father>?"
+for a paternal grandmother: `answering_row` in tools/question_rules.py) answers it; the
+DM, trained on chains of two or more hops, says no to any one-row table. A date comparison ("who is
 older, A or B?") suffices exactly when the rule of tools/comparison.py can compare it:
 the DM, shown "Who directed A? ... Where was <director> born?", often says yes to a table
 that holds one date of two. And a question DM_depth judged deeper than 2 hops needs
@@ -19,7 +20,7 @@ from graph.state import DeftState
 from tools.comparison import RULE, compare_dates, is_date_comparison
 from tools.decision import DecisionModel
 from tools.decision_log import decide, timed
-from tools.question_rules import asks_the_question
+from tools.question_rules import answering_row
 
 
 def judged_deep(state: DeftState) -> bool:
@@ -44,7 +45,7 @@ def check_sufficiency(
         return {"sufficient": False}  # F_t == F_{t-1}: the last judgement still holds
     settings = Settings.of(runtime)
     question = state["question"]
-    if any(asks_the_question(row, question) for row in new):
+    if answering_row(question, table) in new:
         p_yes, seconds, backend = 1.0, 0.0, RULE
     elif is_date_comparison(question):  # sufficient exactly when the two dates are in
         p_yes, seconds = timed(lambda: float(compare_dates(question, table) is not None))

@@ -26,9 +26,9 @@ from tools.question_rules import (
     about,
     answer_in_place,
     answer_kind,
+    answering_row,
     as_option,
     asks_for_date,
-    asks_the_question,
     clean_sub_question,
     content_words,
     echoes_question,
@@ -45,6 +45,7 @@ from tools.question_rules import (
     question_coverage,
     question_words,
     rejection,
+    relation_chain,
     relation_words,
     too_vague,
     with_answers_in_place,
@@ -266,8 +267,51 @@ def test_asks_for_date(question: str, expected: bool) -> None:
         ("who directed Dune", False),  # the very question, not one like it
     ],
 )
-def test_asks_the_question(sub_question: str, expected: bool) -> None:
-    assert asks_the_question(_row(sub_question, "x"), "Who directed Dune?") is expected
+def test_a_row_that_asks_the_question_answers_it(sub_question: str, expected: bool) -> None:
+    row = _row(sub_question, "x")
+    assert (answering_row("Who directed Dune?", [DIRECTOR, row]) is row) is expected
+
+
+@pytest.mark.parametrize(
+    ("question", "chain"),
+    [
+        (
+            "Who is Anne Gust Brown's father-in-law?",
+            ["Who is the spouse of Anne Gust Brown?", "Who is the father of #1?"],
+        ),
+        (
+            "who was the Paternal Grandmother of Robert Iii, Count Of Dreux",
+            ["Who is the father of Robert Iii, Count Of Dreux?", "Who is the mother of #1?"],
+        ),
+        (
+            "Who is Maria Antonia Of Austria (1899\u20131977)\u2019s stepmother?",
+            [
+                "Who is the father of Maria Antonia Of Austria (1899\u20131977)?",
+                "Who is the spouse of #1?",
+            ],
+        ),
+        (
+            "Who is the daughter-in-law of Ann Lee?",
+            ["Who is a child of Ann Lee?", "Who is the spouse of #1?"],
+        ),
+        ("Who is Fernando De Cea's uncle?", []),  # a parent's brother or an aunt's husband
+        ("Who is the father of Ann Lee?", []),  # one relation: the writer asks it
+        ("Where was Ann Lee's paternal grandfather born?", []),  # more than the relation
+    ],
+)
+def test_relation_chain(question: str, chain: list[str]) -> None:
+    assert relation_chain(question) == chain
+
+
+def test_the_last_step_of_a_relation_chain_answers_the_question() -> None:
+    question = "Who is Anne Gust Brown's father-in-law?"
+    spouse = _row("Who is the spouse of Anne Gust Brown?", "Jerry Brown", 1)
+    father = _row("Who is the father of Jerry Brown?", "Pat Brown", 2)
+    assert answering_row(question, [spouse]) is None  # the bridge is not the answer
+    assert answering_row(question, [spouse, father]) is father
+    # the father of someone the chain did not reach answers nothing
+    stray = _row("Who is the father of Anne Gust Brown?", "Walter Gust", 3)
+    assert answering_row(question, [spouse, stray]) is None
 
 
 @pytest.mark.parametrize(

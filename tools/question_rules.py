@@ -98,11 +98,6 @@ def asks_for_date(question: str) -> bool:
     return bool(_ASKS_FOR_DATE.match(question.strip()))
 
 
-def asks_the_question(row: dict[str, Any], question: str) -> bool:
-    """The row's sub-question is the question itself."""
-    return row["sub_question"] == question
-
-
 # --- What names something, what points back -----------------------------------------
 
 _PRONOUN = r"\b(he|she|it|they|him|her|his|hers|its|their|theirs|them)\b"
@@ -193,6 +188,48 @@ def parse_plan(text: str) -> list[str]:
             if question and question not in plan:
                 plan.append(question)
     return plan[:CHAIN_MAX_SUB_QUESTIONS]
+
+
+def _relation_pattern() -> re.Pattern[str]:
+    names = sorted((k for k in load_lines("relation_chains") if not k.startswith("_")), key=len)
+    relation = "|".join(re.escape(name) for name in reversed(names))
+    return re.compile(
+        rf"^\s*(?:who|what)\s+(?:is|was|are|were)\s+(?:(?:the\s+)?(?P<rel_of>{relation})\s+of"
+        rf"\s+(?P<of>.+?)|(?P<owner>.+?)['\u2019]s\s+(?P<rel_s>{relation}))\s*\??\s*$",
+        re.IGNORECASE,
+    )
+
+
+_RELATION = _relation_pattern()
+
+
+def relation_chain(question: str) -> list[str]:
+    """The plan of a question about a family relation that chains single ones ("Who is
+    X's paternal grandmother?": "Who is the father of X?", then "Who is the mother of
+    #1?"; `prompts/relation_chains.json`), else []. The small writer and planner mix the
+    links up: a father-in-law asked as the husband's wife, a grandmother answered with
+    the mother."""
+    match = _RELATION.match(question)
+    if not match:
+        return []
+    relation = (match["rel_of"] or match["rel_s"]).lower()
+    subject = (match["of"] or match["owner"]).strip()
+    asks = load_lines("relation_questions")
+    steps = [step.strip() for step in load_lines("relation_chains")[relation].split(",")]
+    return [asks[step].format(s=subject if k == 0 else f"#{k}") for k, step in enumerate(steps)]
+
+
+def answering_row(question: str, table: Sequence[Row]) -> Row | None:
+    """The row whose answer is the question's, needing no LLM_fin: one that asks the
+    question itself (a one-hop question asked as it is), or the last step of its
+    relation chain, asked of the person the steps before it found."""
+    if itself := next((row for row in table if row["sub_question"] == question), None):
+        return itself
+    chain = relation_chain(question)
+    if not chain:
+        return None
+    last = fill_answers(chain[-1], [row["answer"] for row in table])
+    return next((row for row in reversed(table) if row["sub_question"] == last), None)
 
 
 def fill_answers(step: str, answers: list[str]) -> str:
