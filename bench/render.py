@@ -1046,7 +1046,9 @@ def injection() -> Section:
         "fourth, which no defence was written for; then the count per form; EM on the "
         "attacked index; `poisoned`: QA-cache entries whose answer holds an X, and the "
         "share of questions whose X reached the cache. `undefended`: before the defences "
-        'of docs/guide.md\'s "Hostile passages"; `defended`: with them.',
+        'of docs/guide.md\'s "Hostile passages"; `defended`: with them; `header`: with '
+        "them and a header calling the passages data, not orders (not kept: "
+        'docs/decisions.md, "Telling the model that passages are data").',
         _table([*head, "poisoned", "poisoned questions"], table),
     ]
     defended = {x["benchmark"]: x for x in rows if x["system"] == "deft" and x["tag"] == "defended"}
