@@ -169,6 +169,14 @@ DEFT_ECHO_KEPT = {
     "hotpotqa": "hotpotqa-deft-echo-kept",
 }
 
+# The last `deft` runs before issues 53 and 55 (the hop as a subgraph, comparisons fanned
+# out, hostile passages cut at indexing and quoted one to a line, relation chains).
+DEFT_BEFORE_55 = {
+    "musique": "musique-deft-before-55",
+    "2wikimultihopqa": "2wikimultihopqa-deft-before-55",
+    "hotpotqa": "hotpotqa-deft-before-55",
+}
+
 # The systems of the main table, in its order; any other run folder is a variant under test.
 SYSTEMS = ("closed_book", "vanilla", "iterative", "oracle", "chainrag", "deft")
 
@@ -1063,33 +1071,6 @@ def injection() -> Section:
             ),
         )
     ]
-    guarded = []
-    for bench in BENCHMARKS:
-        base, run = RESULTS / "eval" / f"{bench}-deft", RESULTS / "eval" / f"{bench}-deft-guarded"
-        pair = _em_pair(base, run) if (run / "results.jsonl").is_file() else None
-        if pair:
-            guarded.append((bench, *pair))
-    if guarded:
-        parts.append(
-            "`deft` on the clean benchmarks with passages quoted as data in every prompt "
-            "(`bench.run_systems --systems deft --tag guarded`) against the main run:"
-        )
-        parts.append(
-            _table(
-                ["benchmark", "shared", "EM main", "EM guarded", "p (EM)"],
-                [list(g) for g in guarded],
-            )
-        )
-        standing.append(
-            (
-                "`deft` EM not lower with the defences (issue 55)",
-                ", ".join(f"{b} {a:.3f} / {g:.3f}, {_p_says(p)}" for b, _, a, g, p in guarded),
-                _met(
-                    len(guarded) == len(BENCHMARKS)
-                    and all(g >= a or not _significant(p) for _, _, a, g, p in guarded)
-                ),
-            )
-        )
     return _section("Hostile passages", *parts), standing
 
 
@@ -1453,6 +1434,21 @@ def echoed_fallback() -> Section:
     )
 
 
+def defended() -> Section:
+    """Issues 53 and 55: the default graph as shipped against its last run before them."""
+    return _lever(
+        "The default graph after issues 53 and 55",
+        "The `deft` runs of the answering tables, with the hop as a subgraph, comparisons "
+        "fanned out, hostile passages cut at indexing and quoted one to a line, and family "
+        "relations walked by their chain, against the last runs before them "
+        "(`DEFT_BEFORE_55` in `bench/render.py`, under `bench/results/archive/`).",
+        DEFT_BEFORE_55,
+        None,
+        "The defences of issue 55: `deft` EM not lower on the clean benchmarks, words fed at "
+        "most 390",
+    )
+
+
 def deft_speed() -> Section:
     """deft's seconds per question on llama-server against its last run on the old server."""
     rows, standing = [], []
@@ -1789,6 +1785,7 @@ def main() -> None:
         direct_threshold(),
         past_the_bridge(),
         echoed_fallback(),
+        defended(),
         deft_errors(),
         reachable(),
         decision_model(),
