@@ -73,14 +73,11 @@ def found_no_answer(state: StepState) -> bool:
 def write_sub_question(
     state: StepState, runtime: Runtime[Settings], *, gateway: LLMGateway, examples: ExampleBank
 ) -> dict[str, Any]:
-    plan = state.get("plan") or []
     if state.get("given"):  # a fan-out branch: the turn wrote it (nodes/options.py)
-        return next_step(state, state["given"], GIVEN, [], plan)
+        return next_step(state, state["given"], GIVEN, [], state.get("plan") or [])
+    # A family relation that chains single ones is its own plan, made with no call.
     chain = relation_chain(state["question"])
-    if chain and not plan:  # a family relation that chains single ones: no call
-        position, planned = next_plan_step(chain, state)
-        if planned:
-            return next_step(state, planned, RELATION_CHAIN, [], chain, position)
+    plan = state.get("plan") or chain
     if plan or Settings.of(runtime).sub_questions == "plan" or found_no_answer(state):
         plan, position, planned = planned_step(plan, state, gateway=gateway, examples=examples)
         if planned:

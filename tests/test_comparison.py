@@ -387,6 +387,38 @@ class _SayYes:
         return 0.99
 
 
+def test_a_family_relation_is_walked_link_by_link_and_its_last_link_answers() -> None:
+    """ "Who is Anne Gust Brown's father-in-law?": the steps come from the relation chain
+    with no writer call (none scripted), and the chain's last row is the answer without
+    DM_suff or LLM_fin; the small LLM_fin named the husband here."""
+    question = "Who is Anne Gust Brown's father-in-law?"
+    state: dict = {"question": question, "hop": 0}
+
+    def write(state: dict) -> dict:
+        return write_sub_question(
+            state,  # type: ignore[arg-type]
+            Runtime(),  # type: ignore[arg-type]
+            gateway=ScriptedWriter(),  # type: ignore[arg-type]
+            examples=NoExamples(),  # type: ignore[arg-type]
+        )
+
+    first = write(state)
+    assert first["sub_question"] == "Who is the spouse of Anne Gust Brown?"
+    assert first["written_by"] == "relation chain" and first["plan_step"] == 1
+    state = {**state, **first, "qa_table": rows((first["sub_question"], "Jerry Brown", 1))}
+    second = write(state)
+    assert second["sub_question"] == "Who is the father of Jerry Brown?"
+    assert second["written_by"] == "relation chain"
+    table = [*state["qa_table"], *rows((second["sub_question"], "Pat Brown", 2))]
+    state = {**state, **second, "qa_table": table}
+    dm = _SayYes()
+    update = check_sufficiency(state, Runtime(), dm=dm)  # type: ignore[arg-type]
+    assert update["sufficient"] and update["decisions"][0]["backend"] == "rule"
+    assert dm.asked == 0
+    final = answer_from_qa_table(state, gateway=ScriptedWriter())  # type: ignore[arg-type]
+    assert final["answer"] == "Pat Brown" and final["answer_passage_ids"] == [2]
+
+
 @pytest.mark.parametrize(("deep", "rows_needed"), [(True, 3), (False, 1)])
 def test_a_question_judged_deep_needs_three_rows(deep: bool, rows_needed: int) -> None:
     """DM_depth said more than 2 hops: the first two rows do not suffice, whatever

@@ -40,7 +40,6 @@ from nodes.final import (
 from nodes.qa_table import update_qa_table
 from nodes.question import take_question
 from nodes.sub_question import write_sub_question
-from nodes.sufficiency import check_sufficiency
 from tests.conftest import DEMO_QUESTION
 from tools.answer_rules import clean_answer, is_unknown
 from tools.decision import Calibration, DecisionModel
@@ -723,48 +722,6 @@ def test_the_trace_shows_which_sub_questions_were_refused_and_why() -> None:
     replanned = write(failed, plan)
     assert replanned["sub_question"] == grandfather and replanned["rejected"] == []
     assert replanned["written_by"] == "decomposition" and replanned["plan_step"] == 3
-
-
-def test_a_family_relation_is_walked_link_by_link_and_its_last_link_answers() -> None:
-    """ "Who is Anne Gust Brown's father-in-law?": the steps come from the relation chain
-    with no writer call (none scripted), and the chain's last row is the answer without
-    DM_suff or LLM_fin; the small LLM_fin named the husband here."""
-    question = "Who is Anne Gust Brown's father-in-law?"
-    state: dict[str, Any] = {"question": question, "hop": 0}
-
-    def write(state: dict) -> dict:
-        return write_sub_question(
-            state,  # type: ignore[arg-type]
-            Runtime(),  # type: ignore[arg-type]
-            gateway=ScriptedWriter(),  # type: ignore[arg-type]
-            examples=NoExamples(),  # type: ignore[arg-type]
-        )
-
-    first = write(state)
-    assert first["sub_question"] == "Who is the spouse of Anne Gust Brown?"
-    assert first["written_by"] == "relation chain" and first["plan_step"] == 1
-    spouse = {**_row(first["sub_question"], "Jerry Brown", 1), "source": "retrieved"}
-    state = {**state, **first, "qa_table": [spouse]}
-    second = write(state)
-    assert second["sub_question"] == "Who is the father of Jerry Brown?"
-    assert second["written_by"] == "relation chain"
-    father = {**_row(second["sub_question"], "Pat Brown", 2), "source": "retrieved"}
-    state = {**state, **second, "qa_table": [spouse, father]}
-    dm = _NoSufficiencyModel()
-    update = check_sufficiency(state, Runtime(), dm=dm)  # type: ignore[arg-type]
-    assert update["sufficient"] and update["decisions"][0]["backend"] == "rule"
-    final = answer_from_qa_table(state, gateway=ScriptedWriter())  # type: ignore[arg-type]
-    assert final["answer"] == "Pat Brown" and final["answer_passage_ids"] == [2]
-
-
-class _NoSufficiencyModel:
-    """A DM that must not be asked whether the table suffices."""
-
-    def backend(self, kind: str) -> str:
-        return "trained"
-
-    def p_suff(self, question: str, table: list[dict]) -> float:
-        raise AssertionError("DM_suff asked")
 
 
 def test_an_answer_that_repeats_its_question_is_no_answer() -> None:
