@@ -230,6 +230,25 @@ MIN_TITLE_CHARS = 4
 # later hop's passage, which DM_direct counted as reached (docs/BENCHMARKS.md, deft-direct).
 DIRECT_LINKED_READ = 2
 
+# The DeFT rules of hoprag's own, beyond the papers' method, in families that the audit of
+# issue 52 turns off one at a time (HOPRAG_RULES_OFF: a comma list, or "all" for the lean
+# graph with none of them; docs/method.md names each rule's family, docs/decisions.md the
+# audit's verdicts). Each maps to what turning it off leaves.
+RULE_FAMILIES: dict[str, str] = {
+    "sub_question_refusals": "only a sub-question asked before is refused, as in the paper",
+    "plan_first": "no ChainRAG decomposition stands in for the writer",
+    "relation_chains": "family relations are written by the writer like any question",
+    "direct_answer_extras": "every question may go direct; it reads only R_w(Q)'s relevant",
+    "evidence_selection": "steps read their kept passages whole, ranked by DM_rel",
+    "answer_echoes": "an answer that repeats a name of its question is kept",
+    "sufficiency_rules": "DM_suff alone judges every table, LLM_fin answers from it",
+    "bridge_passing": "LLM_fin's answer stands even where a later row asked about it",
+    "dead_end_endings": "only T steps end the loop; LLM_fin's 'unknown' is the reply",
+    "comparison_rules": "LLM_fin and the fallback compare dates and values themselves",
+    "fallback_extras": "the fallback reads Q as asked, from the passages DM_rel keeps alone",
+}
+ALL_RULES_OFF = "all"
+
 # DeFT's knobs (docs/method.md section 1): they change its answers, so a run's signature holds them.
 DEFT_SETTINGS = (
     "w",
@@ -260,6 +279,7 @@ REQUEST_SETTINGS = frozenset(
         *DEFT_SETTINGS,
         "trained_dm",
         "chain_integration",
+        "rules_off",
         "max_answer_tokens",
     }
 )
@@ -532,6 +552,13 @@ class Settings:
             "options in its place); off: one sub-question at a time, as for chains."
         },
     )
+    rules_off: str = field(
+        default="",
+        metadata={
+            "description": "DeFT rule families turned off, comma-separated (see "
+            "`RULE_FAMILIES`), or 'all' for the papers' method alone (the rules audit)."
+        },
+    )
     trained_dm: bool = field(
         default=True,
         metadata={
@@ -657,6 +684,7 @@ class Settings:
             if low is not None and not low <= value <= high:
                 raise UserError(f"setting {f.name}={value} is out of range {low:g}..{high:g}")
         _origins(self.cors_origins)  # a malformed origin fails at start, not per request
+        self.families_off()  # an unknown family fails at start, not mid-run
         if not 0 <= self.thread_retention_days < float("inf"):
             raise UserError(
                 f"HOPRAG_THREAD_RETENTION_DAYS={self.thread_retention_days:g} is not a "
@@ -712,6 +740,25 @@ class Settings:
                 setattr(copy, name, value)
         copy._validate()
         return copy
+
+    def families_off(self) -> frozenset[str]:
+        """The rule families HOPRAG_RULES_OFF names ("all": every one)."""
+        names = {n.strip() for n in self.rules_off.split(",") if n.strip()}
+        if names == {ALL_RULES_OFF}:
+            return frozenset(RULE_FAMILIES)
+        unknown = names - set(RULE_FAMILIES)
+        if unknown:
+            raise UserError(
+                f"unknown rule family {', '.join(sorted(unknown))} (HOPRAG_RULES_OFF)",
+                hint=f"use '{ALL_RULES_OFF}' or some of: {', '.join(RULE_FAMILIES)}",
+            )
+        return frozenset(names)
+
+    def rule(self, family: str) -> bool:
+        """Whether DeFT applies the rules of `family` (all do unless HOPRAG_RULES_OFF)."""
+        if family not in RULE_FAMILIES:
+            raise KeyError(f"no rule family {family!r}")
+        return family not in self.families_off()
 
     @property
     def allowed_origins(self) -> frozenset[str]:

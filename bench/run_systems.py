@@ -35,7 +35,7 @@ import sys
 from pathlib import Path
 
 from app.index.graph_build import GRAPH_FILE
-from app.settings import Settings
+from app.settings import ALL_RULES_OFF, RULE_FAMILIES, Settings
 from bench.common import (
     BENCHMARKS,
     DEFAULT_SLICE,
@@ -65,6 +65,9 @@ VARIANTS = {
     # direct probabilities still traced (docs/decisions.md: the direct-answer threshold)
     "deft-alldirect": ("deft", {"HOPRAG_TAU_SHALLOW": "0", "HOPRAG_TAU_DIRECT": "0"}),
     "chainrag-context": ("chainrag", {"HOPRAG_CHAIN_INTEGRATION": "context"}),
+    # the rules audit (issue 52): the papers' method alone, and the default less one family
+    "deft-lean": ("deft", {"HOPRAG_RULES_OFF": ALL_RULES_OFF}),
+    **{f"deft-no-{f}": ("deft", {"HOPRAG_RULES_OFF": f}) for f in RULE_FAMILIES},
 }
 
 

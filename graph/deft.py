@@ -115,16 +115,20 @@ def route_after_sufficiency(
 ) -> Literal["answer_from_qa_table", "hop", "write_option_sub_questions", "fallback_answer"]:
     if state.get("sufficient"):
         return "answer_from_qa_table"
-    if loop_end(state, Settings.of(runtime).max_steps):
+    settings = Settings.of(runtime)
+    if loop_end(state, settings.max_steps, dead_ends=settings.rule("dead_end_endings")):
         return "fallback_answer"
     return next_steps(state, runtime)
 
 
-def route_after_final_answer(state: DeftState) -> Literal["fallback_answer", "reply"]:
+def route_after_final_answer(
+    state: DeftState, runtime: Runtime[Settings] | None = None
+) -> Literal["fallback_answer", "reply"]:
     """LLM_fin found no answer in a table the DM judged sufficient: the table was not,
     so read passages for the question with its rows (the fallback) rather than reply
     "unknown"."""
-    return "fallback_answer" if is_unknown(state.get("answer") or "") else REPLY
+    dead_end = Settings.of(runtime).rule("dead_end_endings")
+    return "fallback_answer" if dead_end and is_unknown(state.get("answer") or "") else REPLY
 
 
 def build_hop(resources: Resources) -> CompiledStateGraph:

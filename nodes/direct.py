@@ -21,7 +21,7 @@ from graph.state import DeftState
 from tools.comparison import RULE, decided_by_rule
 from tools.decision import DecisionModel
 from tools.decision_log import decide, timed
-from tools.evidence import select_sentences
+from tools.evidence import read_within
 from tools.question_rules import relation_chain
 from tools.reading import answered, read_passages
 from tools.relevance import judge_relevance
@@ -34,7 +34,8 @@ def check_direct_answer(
     question = state["question"]
     if not settings.direct_answer or dm.backend("direct") == "off":
         return {"direct": False}  # no direct branch: spend no call on the depth estimate
-    if decided_by_rule(question) or relation_chain(question):
+    chains = settings.rule("relation_chains") and relation_chain(question)
+    if settings.rule("direct_answer_extras") and (decided_by_rule(question) or chains):
         # The reader compares dates and values worse in one call than the QA table's
         # rules do (docs/BENCHMARKS.md, deft-direct), and names a link of a family
         # relation's chain (the mother for a grandmother): gather the facts step by step.
@@ -78,16 +79,11 @@ def answer_directly(
     relevant, decisions = judge_relevance(
         dm, state["question"], passages, settings, 0, whole_question=True
     )
-    texts = [passage_text(p["title"], p["text"]) for p in passages]
-    chosen = [i for i, p in enumerate(passages) if p in relevant]
-    kept = select_sentences(
-        dm,
-        index,
-        state["question"],
-        relevant + [passages[j] for j in linked_from(texts, chosen, DIRECT_LINKED_READ)],
-        settings.final_read_words,
-        every_passage=True,
-    )
+    if settings.rule("direct_answer_extras"):
+        texts = [passage_text(p["title"], p["text"]) for p in passages]
+        chosen = [i for i, p in enumerate(passages) if p in relevant]
+        relevant += [passages[j] for j in linked_from(texts, chosen, DIRECT_LINKED_READ)]
+    kept = read_within(dm, index, state["question"], relevant, settings)
     answer = read_passages(gateway, state["question"], kept)
     return {
         **answered(answer),

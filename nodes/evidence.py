@@ -17,7 +17,12 @@ from tools.evidence import select_sentences
 def select_evidence(
     state: StepState, runtime: Runtime[Settings], *, dm: DecisionModel, index: CorpusIndex
 ) -> dict[str, Any]:
-    evidence = select_sentences(
-        dm, index, state["sub_question"], state.get("kept") or [], Settings.of(runtime).read_words
-    )
-    return {"evidence": evidence}
+    """The best sentences of the kept passages; with `evidence_selection` off, the kept
+    passages whole, as the paper reads them."""
+    settings = Settings.of(runtime)
+    kept = state.get("kept") or []
+    if not settings.rule("evidence_selection"):
+        return {"evidence": kept}
+    return {
+        "evidence": select_sentences(dm, index, state["sub_question"], kept, settings.read_words)
+    }

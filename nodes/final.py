@@ -15,7 +15,7 @@ from graph.state import DeftState
 from prompts import format_passages, format_qa_table, load_prompt, reply_form
 from tools.answer_rules import clean_answer, is_unknown
 from tools.decision import DecisionModel
-from tools.evidence import select_sentences
+from tools.evidence import read_within
 from tools.question_rules import (
     about,
     answering_row,
@@ -26,23 +26,27 @@ from tools.question_rules import (
 )
 from tools.reading import answer_from_rows, answered, decide_comparison, read_passages
 from tools.records import Passage, Row, note
-from tools.relevance import keep_for_fallback, score_relevance
+from tools.relevance import keep_for_fallback, keep_relevant, score_relevance
 from tools.retriever import Retriever
 from tools.step_limits import loop_end
 
 
-def answer_from_qa_table(state: DeftState, *, gateway: LLMGateway) -> dict[str, Any]:
+def answer_from_qa_table(
+    state: DeftState, runtime: Runtime[Settings] | None = None, *, gateway: LLMGateway
+) -> dict[str, Any]:
     """LLM_fin, unless a row asked the question itself or the last step of its relation
     chain (`answering_row`): its answer is the answer. An LLM_fin answer that is a bridge
     of the chain gives way to what the chain found past it (`past_the_bridge`, noted with
     the answer it replaced)."""
+    settings = Settings.of(runtime)
     table = state.get("qa_table") or []
     question = state["question"]
-    itself = answering_row(question, table)
+    chains = settings.rule("relation_chains")
+    itself = settings.rule("sufficiency_rules") and answering_row(question, table, chains=chains)
     if itself:
         return {**answered(itself["answer"]), "answer_passage_ids": itself["passage_ids"]}
-    update = answer_from_rows(gateway, question, table)
-    if "comparison" in update:
+    update = answer_from_rows(gateway, question, table, by_rule=settings.rule("comparison_rules"))
+    if "comparison" in update or not settings.rule("bridge_passing"):
         return update
     later = past_the_bridge(question, table, update["answer"])
     if later is None:
@@ -102,14 +106,14 @@ def read_past_an_echo(
     return (answer, "") if is_unknown(again) or echoes(again) else (again, answer)
 
 
-def fallback_reason(state: DeftState, max_steps: int) -> str:
+def fallback_reason(state: DeftState, max_steps: int, *, dead_ends: bool = True) -> str:
     """Why the loop handed over to the fallback, for the trace: the three routes into it
     (`route_after_final_answer`, `route_after_sub_question`, `route_after_sufficiency`)."""
     if state.get("sufficient"):
         return "LLM_fin found no answer in the table"
     if not state.get("sub_question"):
         return "no sub-question could be asked"
-    return loop_end(state, max_steps)
+    return loop_end(state, max_steps, dead_ends=dead_ends)
 
 
 def fallback_answer(
@@ -130,39 +134,35 @@ def fallback_answer(
     answers with the bridge, and the search finds the passages about the description."""
     table = state.get("qa_table") or []
     settings = Settings.of(runtime)
-    notes = [note("fallback_reason", fallback_reason(state, settings.max_steps))]
-    decided = decide_comparison(state["question"], table)
+    by_rule, extras = settings.rule("comparison_rules"), settings.rule("fallback_extras")
+    reason = fallback_reason(state, settings.max_steps, dead_ends=settings.rule("dead_end_endings"))
+    notes = [note("fallback_reason", reason)]
+    decided = decide_comparison(state["question"], table) if by_rule else None
     if decided:
         return {**decided, "notes": notes}
-    question = with_answers_in_place(state["question"], table)
+    question = with_answers_in_place(state["question"], table) if extras else state["question"]
     passages = [p.as_dict() for p in retriever.retrieve(question, settings.fallback_k)]
     scores, decisions = score_relevance(
         dm, question, passages, settings, state.get("hop", 0), whole_question=True
     )
-    kept = select_sentences(
-        dm,
-        index,
-        question,
-        keep_for_fallback(
-            passages, scores, settings.tau_rel, settings.top_k, settings.fallback_extra
-        ),
-        settings.final_read_words,
-        every_passage=True,
+    head, extra = settings.top_k, settings.fallback_extra
+    chosen = (
+        keep_for_fallback(passages, scores, settings.tau_rel, head, extra)
+        if extras
+        else keep_relevant(passages, scores, settings.tau_rel, head + extra, head)
     )
-    answer, echo = read_past_an_echo(
-        gateway,
-        question,
-        state["question"],
-        table,
-        kept,
-        read_facts_and_passages(gateway, question, table, kept),
-    )
+    kept = read_within(dm, index, question, chosen, settings)
+    rows = table if extras else []
+    answer = read_facts_and_passages(gateway, question, rows, kept)
+    echo = ""
+    if extras:
+        answer, echo = read_past_an_echo(gateway, question, state["question"], rows, kept, answer)
     support = {pid for row in table for pid in row["passage_ids"]} | {p["id"] for p in kept}
     notes.append(note("fallback_question", question))
     if echo:
         notes.append(note("echoed_answer", f"{echo!r} only repeated a name: read again"))
     return {
-        **answered(as_option(state["question"], table, answer)),
+        **answered(as_option(state["question"], table, answer) if by_rule else answer),
         "passages": kept,
         "decisions": decisions,
         "answer_passage_ids": sorted(support),

@@ -7,6 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from langgraph.runtime import Runtime
+
+from app.settings import Settings
 from graph.state import StepState
 from tools.answer_rules import is_unknown
 from tools.qa_cache import QACache
@@ -14,7 +17,9 @@ from tools.question_rules import echoes_question
 from tools.records import Row
 
 
-def update_qa_table(state: StepState, *, cache: QACache | None) -> dict[str, Any]:
+def update_qa_table(
+    state: StepState, runtime: Runtime[Settings] | None = None, *, cache: QACache | None
+) -> dict[str, Any]:
     sub_question = state.get("sub_question") or ""
     if not sub_question:
         return {}  # the step produced no new question
@@ -28,7 +33,9 @@ def update_qa_table(state: StepState, *, cache: QACache | None) -> dict[str, Any
         )
         return {"qa_table": [row]}
     answer = state.get("sub_answer") or ""
-    echoed = echoes_question(sub_question, answer) or echoes_question(state["question"], answer)
+    echoed = Settings.of(runtime).rule("answer_echoes") and (
+        echoes_question(sub_question, answer) or echoes_question(state["question"], answer)
+    )
     if is_unknown(answer) or echoed:
         return {"unanswerable": [sub_question]}
     passage_ids = [p["id"] for p in state.get("kept") or []]

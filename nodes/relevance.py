@@ -28,7 +28,7 @@ def filter_relevant(
         settings.tau_rel,
         settings.max_kept,
         settings.none_kept,
-        fused_with_retrieval(scores),
+        fused_with_retrieval(scores) if settings.rule("evidence_selection") else None,
     )
     relevant_found = any(d["outcome"] for d in decisions)
     return {"kept": kept, "decisions": decisions, "relevant_found": relevant_found}

@@ -75,10 +75,12 @@ def write_sub_question(
 ) -> dict[str, Any]:
     if state.get("given"):  # a fan-out branch: the turn wrote it (nodes/options.py)
         return next_step(state, state["given"], GIVEN, [], state.get("plan") or [])
+    settings = Settings.of(runtime)
+    own_refusals, plan_first = settings.rule("sub_question_refusals"), settings.rule("plan_first")
     # A family relation that chains single ones is its own plan, made with no call.
-    chain = relation_chain(state["question"])
+    chain = relation_chain(state["question"]) if settings.rule("relation_chains") else []
     plan = state.get("plan") or chain
-    if plan or Settings.of(runtime).sub_questions == "plan" or found_no_answer(state):
+    if plan or settings.sub_questions == "plan" or (plan_first and found_no_answer(state)):
         plan, position, planned = planned_step(plan, state, gateway=gateway, examples=examples)
         if planned:
             written_by = RELATION_CHAIN if plan == chain else "decomposition"
@@ -86,15 +88,16 @@ def write_sub_question(
     table = state.get("qa_table") or []
     messages = writer_messages(state["question"], table, state.get("unanswerable") or [], examples)
     sub_question = clean_sub_question(gateway.invoke(messages, max_tokens=SUB_QUESTION_TOKENS))
-    reason = rejection(sub_question, state)
+    reason = rejection(sub_question, state, own_rules=own_refusals)
     if not reason:
         return next_step(state, sub_question, "writer", [], plan)
     # The plan's next step first: made once per question, it costs no call once made.
     rejected = [Rejection(sub_question=sub_question, reason=reason)]
-    plan, position, planned = planned_step(plan, state, gateway=gateway, examples=examples)
-    if planned:
-        return next_step(state, planned, "decomposition", rejected, plan, position)
-    rejected += [Rejection(sub_question=q, reason=NO_ASKABLE_STEP) for q in plan]
+    if plan_first:
+        plan, position, planned = planned_step(plan, state, gateway=gateway, examples=examples)
+        if planned:
+            return next_step(state, planned, "decomposition", rejected, plan, position)
+        rejected += [Rejection(sub_question=q, reason=NO_ASKABLE_STEP) for q in plan]
     unasked = state["question"] not in (state.get("unanswerable") or [])
     if not table and reason == hint("repeats_question") and unasked:
         # Neither the writer nor the decomposition found a smaller first step: a
@@ -105,7 +108,7 @@ def write_sub_question(
     told = hint("still_unknown", reason=reason, missing=missing) if missing else reason
     retry = [*messages, AIMessage(sub_question), HumanMessage(told)]
     sub_question = clean_sub_question(gateway.invoke(retry, max_tokens=SUB_QUESTION_TOKENS))
-    reason = rejection(sub_question, state)
+    reason = rejection(sub_question, state, own_rules=own_refusals)
     if reason:
         rejected.append(Rejection(sub_question=sub_question, reason=reason))
         return next_step(state, "", "", rejected, plan)

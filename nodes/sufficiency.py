@@ -45,12 +45,15 @@ def check_sufficiency(
         return {"sufficient": False}  # F_t == F_{t-1}: the last judgement still holds
     settings = Settings.of(runtime)
     question = state["question"]
-    if answering_row(question, table) in new:
+    own_rules = settings.rule("sufficiency_rules")
+    chains = settings.rule("relation_chains")
+    if own_rules and answering_row(question, table, chains=chains) in new:
         p_yes, seconds, backend = 1.0, 0.0, RULE
-    elif is_date_comparison(question):  # sufficient exactly when the two dates are in
+    elif settings.rule("comparison_rules") and is_date_comparison(question):
+        # sufficient exactly when the two dates are in
         p_yes, seconds = timed(lambda: float(compare_dates(question, table) is not None))
         backend = RULE
-    elif judged_deep(state) and len(table) < DEEP_MIN_ROWS:
+    elif own_rules and judged_deep(state) and len(table) < DEEP_MIN_ROWS:
         p_yes, seconds, backend = 0.0, 0.0, RULE
     else:
         p_yes, seconds = timed(lambda: dm.p_suff(question, table))

@@ -20,7 +20,7 @@ from typing import Any
 
 from app.index.corpus import excerpt
 from app.index.store import CorpusIndex
-from app.settings import STEP_FUSION_K
+from app.settings import STEP_FUSION_K, Settings
 from prompts import load_words
 from tools.decision import DecisionModel
 from tools.retriever import by_score, fused_with_scores
@@ -36,6 +36,23 @@ def opens_with_pronoun(sentence: str) -> bool:
 def sentences_of(index: CorpusIndex, passage: dict[str, Any]) -> list[str]:
     """The stored sentences of an index passage; the text as one sentence otherwise."""
     return index.sentences_of(passage["id"]) or [passage["text"]]
+
+
+def read_within(
+    dm: DecisionModel,
+    index: CorpusIndex,
+    question: str,
+    passages: Sequence[dict[str, Any]],
+    settings: Settings,
+) -> list[dict[str, Any]]:
+    """What a whole-question read (the direct answer, the fallback) takes of `passages`:
+    their best sentences within `final_read_words`, each passage's best first; with
+    `evidence_selection` off, the passages whole."""
+    if not settings.rule("evidence_selection"):
+        return list(passages)
+    return select_sentences(
+        dm, index, question, passages, settings.final_read_words, every_passage=True
+    )
 
 
 def select_sentences(

@@ -219,13 +219,13 @@ def relation_chain(question: str) -> list[str]:
     return [asks[step].format(s=subject if k == 0 else f"#{k}") for k, step in enumerate(steps)]
 
 
-def answering_row(question: str, table: Sequence[Row]) -> Row | None:
+def answering_row(question: str, table: Sequence[Row], *, chains: bool = True) -> Row | None:
     """The row whose answer is the question's, needing no LLM_fin: one that asks the
-    question itself (a one-hop question asked as it is), or the last step of its
-    relation chain, asked of the person the steps before it found."""
+    question itself (a one-hop question asked as it is), or (with `chains`) the last step
+    of its relation chain, asked of the person the steps before it found."""
     if itself := next((row for row in table if row["sub_question"] == question), None):
         return itself
-    chain = relation_chain(question)
+    chain = relation_chain(question) if chains else []
     if not chain:
         return None
     last = fill_answers(chain[-1], [row["answer"] for row in table])
@@ -333,14 +333,15 @@ def too_vague(sub_question: str, question: str, table: Sequence[Row]) -> bool:
     return len(content_words(sub_question)) < NAMELESS_MIN_WORDS
 
 
-def rejection(sub_question: str, state: Mapping[str, Any]) -> str:
+def rejection(sub_question: str, state: Mapping[str, Any], *, own_rules: bool = True) -> str:
     """Why a sub-question may not be asked (empty: it may), given the run's state (DeFT's:
-    its question, QA table and unanswerable sub-questions). The whole question, reworded,
-    is no sub-question; neither is one asked before (answered or not), nor one too vague
-    to search for."""
+    its question, QA table and unanswerable sub-questions). One asked before (answered or
+    not) is refused, as in the paper; with `own_rules`, also the whole question reworded
+    and one too vague to search for."""
     if not sub_question:
         return hint("not_a_question")
-    if question_coverage(sub_question, state["question"]) >= MAX_QUESTION_COVERAGE:
+    whole = question_coverage(sub_question, state["question"]) >= MAX_QUESTION_COVERAGE
+    if own_rules and whole:
         return hint("repeats_question")
     asked = normalise_question(sub_question)
     table = state.get("qa_table") or []
@@ -354,7 +355,7 @@ def rejection(sub_question: str, state: Mapping[str, Any]) -> str:
             return hint("answered", answer=row["answer"])
     if asked in {normalise_question(q) for q in state.get("unanswerable") or []}:
         return hint("unanswerable")
-    if too_vague(sub_question, state["question"], table):
+    if own_rules and too_vague(sub_question, state["question"], table):
         return hint("names_nothing")
     return ""
 

@@ -77,17 +77,19 @@ def decide_comparison(question: str, rows: Sequence[dict[str, Any]]) -> dict[str
 
 
 def answer_from_rows(
-    gateway: LLMGateway, question: str, rows: Sequence[dict[str, Any]]
+    gateway: LLMGateway, question: str, rows: Sequence[dict[str, Any]], *, by_rule: bool = True
 ) -> dict[str, Any]:
     """LLM_fin: the answer from sub-questions and their answers alone, supported by the
-    passages behind them (DeFT's QA table, ChainRAG's AnsInt). A comparison the rows
-    decide is answered by rule, without the LLM (tools/comparison.py)."""
-    decided = decide_comparison(question, rows)
+    passages behind them (DeFT's QA table, ChainRAG's AnsInt). With `by_rule`, a
+    comparison the rows decide is answered by rule, without the LLM, and an answer naming
+    neither option becomes the option its rows reached (tools/comparison.py)."""
+    decided = decide_comparison(question, rows) if by_rule else None
     if decided:
         return decided
     messages = load_prompt("answer_from_qa_table").format_messages(
         qa_table=format_qa_table(rows), question=question
     )
     support = sorted({pid for row in rows for pid in row["passage_ids"]})
-    answer = as_option(question, rows, clean_answer(gateway.invoke(messages)))
+    answer = clean_answer(gateway.invoke(messages))
+    answer = as_option(question, rows, answer) if by_rule else answer
     return {**answered(answer), "answer_passage_ids": support}

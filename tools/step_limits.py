@@ -9,12 +9,12 @@ from typing import Any
 from app.settings import MAX_UNANSWERED
 
 
-def loop_end(state: Mapping[str, Any], max_steps: int) -> str:
+def loop_end(state: Mapping[str, Any], max_steps: int, *, dead_ends: bool = True) -> str:
     """Why the loop stops with a table that does not suffice ("" while it goes on): T
     steps taken, or `MAX_UNANSWERED` sub-questions that found no answer (the steps a loop
     takes after its second dead end seldom find the chain)."""
     if state.get("hop", 0) >= max_steps:
         return f"{max_steps} steps taken"
-    if len(state.get("unanswerable") or []) >= MAX_UNANSWERED:
+    if dead_ends and len(state.get("unanswerable") or []) >= MAX_UNANSWERED:
         return f"{MAX_UNANSWERED} sub-questions found no answer"
     return ""

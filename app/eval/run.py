@@ -107,9 +107,16 @@ def chainrag_signature(settings: Settings) -> str:
 
 
 def deft_signature(settings: Settings) -> str:
-    """The DeFT settings that change answers, in one comparable string."""
+    """The DeFT settings that change answers, in one comparable string. The rule families
+    turned off are named only when there are some, so that runs made before the switch
+    existed still match the default's."""
+    off = sorted(settings.families_off())
     return " ".join(
-        [*(f"{n}={getattr(settings, n)}" for n in DEFT_SETTINGS), dm_signature(settings)]
+        [
+            *(f"{n}={getattr(settings, n)}" for n in DEFT_SETTINGS),
+            *([f"rules_off={','.join(off)}"] if off else []),
+            dm_signature(settings),
+        ]
     )
 
 
