@@ -1074,6 +1074,80 @@ def injection() -> Section:
     return _section("Hostile passages", *parts), standing
 
 
+def rules_audit() -> Section:
+    """The rules audit (bench.rules_audit, issue 52): the lean graph against the default on
+    the validation slice, then each rule family off where it fired."""
+    r = load_results("rules_audit")
+    if not r:
+        return "", []
+    slices, families = [], []
+    for bench, x in r["benchmarks"].items():
+        s = x["slice"]
+        slices.append(
+            [
+                bench,
+                s["questions"],
+                s["em_with"],
+                s["em_without"],
+                s["right_only_with"],
+                s["right_only_without"],
+                _p(str(s["p"])),
+                f"{s['calls_with']:.2f}",
+                f"{s['calls_without']:.2f}",
+            ]
+        )
+        families += [
+            [
+                bench,
+                f,
+                v["questions"],
+                v["right_only_with"],
+                v["right_only_without"],
+                _p(str(v["p"])) if v["questions"] else "-",
+                f"{v['calls_with']:.2f}",
+                f"{v['calls_without']:.2f}",
+            ]
+            for f, v in x["families"].items()
+        ]
+    parts: list[str | list[str]] = [
+        _header(r) + "The validation slice with every rule family (the default) and with "
+        "none (`deft-lean`, `HOPRAG_RULES_OFF=all`): EM, the questions only one of them "
+        "answers, McNemar's p, LLM calls per question.",
+        _table(
+            [
+                "benchmark",
+                "n",
+                "EM default",
+                "EM lean",
+                "default only",
+                "lean only",
+                "p",
+                "calls default",
+                "calls lean",
+            ],
+            slices,
+        ),
+        "Each family off alone (`HOPRAG_RULES_OFF=FAMILY`), on the questions the default and "
+        "the lean graph answer differently where its trace shows the family at work, both "
+        "from a cold QA cache: the questions only the default answers (`with`), only the "
+        "run without it (`without`), and the calls of each.",
+        _table(
+            [
+                "benchmark",
+                "family",
+                "n",
+                "right only with",
+                "right only without",
+                "p",
+                "calls with",
+                "calls without",
+            ],
+            families,
+        ),
+    ]
+    return _section("The rules audit (issue 52)", *parts), []
+
+
 def comparisons() -> Section:
     """Comparisons in parallel (bench.comparisons): `deft` with a comparison's steps fanned
     out against the same steps one at a time, in one session."""
@@ -1791,6 +1865,7 @@ def main() -> None:
         decision_model(),
         documents(),
         injection(),
+        rules_audit(),
         comparisons(),
         serving(),
         engine_speed(),
