@@ -28,7 +28,7 @@ from app.eval.metrics import mcnemar_exact
 from app.eval.run import read_traces
 from app.settings import RULE_FAMILIES
 from bench.common import RESULTS, require_data, run_name, save
-from bench.run_systems import HOPRAG, prepare_index
+from bench.run_systems import HOPRAG, eval_command, prepare_index
 
 Trace = list[dict[str, Any]]
 EVAL = RESULTS / "eval"
@@ -119,23 +119,7 @@ def run_on(data: Path, bench: str, name: str, ids: Sequence[str], env: dict[str,
         subprocess.run([HOPRAG, "cache", "clear", "--index", bench, "--yes"], check=True)
     print(f"== {bench} / {name}: {len(ids)} questions -> {out}", flush=True)
     proc = subprocess.run(
-        [
-            HOPRAG,
-            "eval",
-            "--data",
-            str(data / bench / "questions.json"),
-            "--index",
-            bench,
-            "--split",
-            "dev",
-            "--ids",
-            str(ids_file),
-            "--system",
-            "deft",
-            "--out",
-            str(out),
-            "--quiet",
-        ],
+        eval_command(data, bench, "deft", out, "--ids", str(ids_file)),
         env={**os.environ, **env},
     )
     if proc.returncode != 0:

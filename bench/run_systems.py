@@ -81,6 +81,17 @@ def slice_args(slice_: str, limit: int | None = None) -> list[str]:
     ]
 
 
+def eval_command(data: Path, bench: str, system: str, out: Path, *selection: str) -> list[str]:
+    """`hoprag eval` of `system` on the benchmark's dev questions that `selection` (its
+    options: a slice, a file of ids) picks, into run folder `out`."""
+    questions = str(data / bench / "questions.json")
+    return [
+        *(HOPRAG, "eval", "--data", questions, "--index", bench, "--split", "dev"),
+        *selection,
+        *("--system", system, "--out", str(out), "--quiet"),
+    ]
+
+
 def prepare_index(data: Path, bench: str) -> None:
     """The benchmark's index and sentence graph, built where missing (no-op when the
     index is up to date)."""
@@ -128,22 +139,7 @@ def main() -> None:
                 # A fresh run starts with a cold QA cache, so its hit rate is its own.
                 subprocess.run([HOPRAG, "cache", "clear", "--index", bench, "--yes"], check=True)
             proc = subprocess.run(
-                [
-                    HOPRAG,
-                    "eval",
-                    "--data",
-                    str(data / bench / "questions.json"),
-                    "--index",
-                    bench,
-                    "--split",
-                    "dev",
-                    *slice_args(args.slice, args.limit),
-                    "--system",
-                    system,
-                    "--out",
-                    str(out),
-                    "--quiet",
-                ],
+                eval_command(data, bench, system, out, *slice_args(args.slice, args.limit)),
                 env={**os.environ, **env},
             )
             if proc.returncode != 0:
