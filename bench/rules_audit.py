@@ -25,10 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from app.eval.metrics import mcnemar_exact
-from app.eval.run import read_traces
+from app.eval.run import RUN, load_run, read_traces
 from app.settings import RULE_FAMILIES
 from bench.common import RESULTS, require_data, run_name, save
 from bench.run_systems import HOPRAG, eval_command, prepare_index
+from tools.question_rules import hint
 
 Trace = list[dict[str, Any]]
 EVAL = RESULTS / "eval"
@@ -48,13 +49,12 @@ def note_texts(trace: Trace, kind: str) -> list[str]:
 
 
 def refused_by_own_rule(trace: Trace) -> bool:
-    own = ("whole question", "does not say which one", "the question itself")
-    return any(
-        any(word in r["reason"] for word in own)
-        for e in events(trace, "write_sub_question")
-        for r in e.get("rejected") or []
-    ) or any(
-        e.get("written_by") == "the question itself" for e in events(trace, "write_sub_question")
+    """A sub-question refused for rewording the question or naming nothing (the reasons
+    `rejection` gives only with its own rules on), or the question asked as it is."""
+    own = {hint("repeats_question"), hint("names_nothing")}
+    steps = events(trace, "write_sub_question")
+    return any(r["reason"] in own for e in steps for r in e.get("rejected") or []) or any(
+        e.get("written_by") == "the question itself" for e in steps
     )
 
 
@@ -99,12 +99,9 @@ FIRED: dict[str, Callable[[Trace], bool]] = {
 
 
 def scores(folder: Path) -> dict[str, dict[str, Any]]:
-    path = folder / "results.jsonl"
-    return (
-        {r["id"]: r for r in map(json.loads, path.read_text().splitlines())}
-        if path.is_file()
-        else {}
-    )
+    """A run's scores by question id (none before it starts); a line cut short by a kill
+    is dropped, as `hoprag eval` drops it."""
+    return {r["id"]: r for r in load_run(folder)[1]} if (folder / RUN).is_file() else {}
 
 
 def run_on(data: Path, bench: str, name: str, ids: Sequence[str], env: dict[str, str]) -> Path:
