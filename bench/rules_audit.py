@@ -19,13 +19,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from app.eval.metrics import mcnemar_exact
-from app.eval.run import RUN, load_run, read_traces
+from app.eval.run import RUN, TRACES, load_run, read_traces
 from app.settings import RULE_FAMILIES
 from bench.common import RESULTS, require_data, run_name, save
 from bench.run_systems import HOPRAG, eval_command, prepare_index
@@ -124,6 +125,23 @@ def run_on(data: Path, bench: str, name: str, ids: Sequence[str], env: dict[str,
     return out
 
 
+def fired_on(data: Path, bench: str, rerun: Path, differ: Sequence[str]) -> dict[str, list[str]]:
+    """The questions each family fired on in the traced default, kept in git beside the
+    ids files: traces stay on the machine that made them, and a fresh clone that resumes
+    the audit would otherwise have to trace the default again. Where neither is here, it
+    does that (the rerun's scores are rewritten with the same EM, `rerun_agrees`)."""
+    path = RESULTS / "rules_audit_ids" / f"{bench}-fired.json"
+    if path.is_file():
+        return json.loads(path.read_text())
+    if not (rerun / TRACES).is_file():
+        shutil.rmtree(rerun)
+        run_on(data, bench, DEFAULT_RUN, differ, {})
+    traces = read_traces(rerun)
+    where = {family: [i for i in differ if fired(traces[i])] for family, fired in FIRED.items()}
+    path.write_text(json.dumps(where, indent=1) + "\n")
+    return where
+
+
 def verdict(default: dict[str, dict], off: dict[str, dict], ids: Sequence[str]) -> dict[str, Any]:
     """EM and calls on `ids` with the family (the default) and without it."""
     wins = sum(default[i]["em"] > off[i]["em"] for i in ids)
@@ -152,12 +170,13 @@ def audit(data: Path, bench: str, only: Sequence[str]) -> dict[str, Any]:
     differ = [i for i in default if default[i]["em"] != lean[i]["em"]]
     prepare_index(data, bench)
     rerun = run_on(data, bench, DEFAULT_RUN, differ, {})
-    traces, again = read_traces(rerun), scores(rerun)
+    where = fired_on(data, bench, rerun, differ)
+    again = scores(rerun)
     families = {}
-    for family, fired in FIRED.items():
+    for family in FIRED:
         if family not in only:
             continue  # not measured in this call: no verdict
-        ids = [i for i in differ if fired(traces[i])]
+        ids = where[family]
         if ids:
             off = scores(
                 run_on(data, bench, f"audit-no-{family}", ids, {"HOPRAG_RULES_OFF": family})

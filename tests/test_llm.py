@@ -20,8 +20,6 @@ from app.llm.engine import engine_dir, free_port
 from app.llm.gateway import LLMGateway
 from app.settings import Settings
 
-pytestmark = pytest.mark.e2e  # the real chat model, servers or the installed CLI
-
 YES_NO = "Answer the question with yes or no."
 
 
@@ -114,6 +112,7 @@ def test_no_free_port(monkeypatch: pytest.MonkeyPatch) -> None:
         free_port()
 
 
+@pytest.mark.e2e  # starts the real llama-server binary
 def test_server_that_cannot_start_is_reported(
     tmp_path, settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -164,6 +163,7 @@ def _kill(server: llm.EmbeddedServer) -> None:
     server.process.wait()
 
 
+@pytest.mark.e2e  # the real chat model
 def test_the_embedded_server_exposes_metrics_and_restarts_once(settings: Settings) -> None:
     """Operators can read /metrics; a server that dies is restarted once, transparently,
     and a second death is a clear error: how it ended and where its log is."""
