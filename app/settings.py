@@ -242,7 +242,6 @@ RULE_FAMILIES: dict[str, str] = {
     "evidence_selection": "steps read their kept passages whole, ranked by DM_rel",
     "answer_echoes": "an answer that repeats a name of its question is kept",
     "sufficiency_rules": "DM_suff alone judges every table, LLM_fin answers from it",
-    "bridge_passing": "LLM_fin's answer stands even where a later row asked about it",
     "dead_end_endings": "only T steps end the loop; LLM_fin's 'unknown' is the reply",
     "comparison_rules": "LLM_fin and the fallback compare dates and values themselves",
     "fallback_extras": "the fallback reads Q as asked, from the passages DM_rel keeps alone",

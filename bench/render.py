@@ -156,7 +156,8 @@ DEFT_TAU07 = {
 }
 
 # The last deft run of each benchmark whose LLM_fin answers stood when they named a bridge
-# of the chain, archived when deft was rerun with `past_the_bridge`.
+# of the chain, archived when deft was rerun with the rule that passed them (issue 34,
+# deleted by the rules audit).
 DEFT_BRIDGE_KEPT = {
     "musique": "musique-deft-bridge-kept",
     "2wikimultihopqa": "2wikimultihopqa-deft-bridge-kept",
@@ -1477,22 +1478,6 @@ def direct_threshold() -> Section:
     )
 
 
-def past_the_bridge() -> Section:
-    """Issue 34: an LLM_fin answer naming a bridge gives way to the row past it."""
-    return _lever(
-        "LLM_fin's bridge answers (issue 34)",
-        "The `deft` runs of the answering tables, where an LLM_fin answer that a row gave "
-        "and a later row asked about in the question's own words gives way to that later "
-        "row's answer (`tools/question_rules.py: past_the_bridge`; `DEFT_ECHO_KEPT`), against the "
-        "last runs without it (`DEFT_BRIDGE_KEPT`; both in `bench/render.py`, under "
-        "`bench/results/archive/`).",
-        DEFT_BRIDGE_KEPT,
-        DEFT_ECHO_KEPT,
-        "Bridge answers passed: words fed at most 390 on every benchmark, EM not lower "
-        "anywhere (issue 34)",
-    )
-
-
 def echoed_fallback() -> Section:
     """A fallback answer that only repeats a name of the question is read again."""
     return _lever(
@@ -1857,7 +1842,6 @@ def main() -> None:
         replanned_steps(),
         dead_ends(),
         direct_threshold(),
-        past_the_bridge(),
         echoed_fallback(),
         defended(),
         deft_errors(),

@@ -87,7 +87,6 @@ FIRED: dict[str, Callable[[Trace], bool]] = {
     "evidence_selection": lambda t: True,
     "answer_echoes": echo_dropped,
     "sufficiency_rules": lambda t: any(d["backend"] == "rule" for d in decisions(t, "suff")),
-    "bridge_passing": lambda t: bool(note_texts(t, "past_the_bridge")),
     "dead_end_endings": lambda t: any(
         "found no answer" in text for text in note_texts(t, "fallback_reason")
     ),

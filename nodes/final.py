@@ -21,7 +21,6 @@ from tools.question_rules import (
     answering_row,
     as_option,
     echoes_question,
-    past_the_bridge,
     with_answers_in_place,
 )
 from tools.reading import answer_from_rows, answered, decide_comparison, read_passages
@@ -35,9 +34,7 @@ def answer_from_qa_table(
     state: DeftState, runtime: Runtime[Settings] | None = None, *, gateway: LLMGateway
 ) -> dict[str, Any]:
     """LLM_fin, unless a row asked the question itself or the last step of its relation
-    chain (`answering_row`): its answer is the answer. An LLM_fin answer that is a bridge
-    of the chain gives way to what the chain found past it (`past_the_bridge`, noted with
-    the answer it replaced)."""
+    chain (`answering_row`): its answer is the answer."""
     settings = Settings.of(runtime)
     table = state.get("qa_table") or []
     question = state["question"]
@@ -45,18 +42,7 @@ def answer_from_qa_table(
     itself = settings.rule("sufficiency_rules") and answering_row(question, table, chains=chains)
     if itself:
         return {**answered(itself["answer"]), "answer_passage_ids": itself["passage_ids"]}
-    update = answer_from_rows(gateway, question, table, by_rule=settings.rule("comparison_rules"))
-    if "comparison" in update or not settings.rule("bridge_passing"):
-        return update
-    later = past_the_bridge(question, table, update["answer"])
-    if later is None:
-        return update
-    bridge = note(
-        "past_the_bridge",
-        f"LLM_fin's {update['answer']!r} is a bridge: the answer of "
-        f"{later['sub_question']!r} replaces it",
-    )
-    return {**update, **answered(later["answer"]), "notes": [bridge]}
+    return answer_from_rows(gateway, question, table, by_rule=settings.rule("comparison_rules"))
 
 
 def read_facts_and_passages(

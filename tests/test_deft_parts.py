@@ -32,7 +32,6 @@ from graph.state import merge_passages
 from nodes.cache import lookup_qa_cache
 from nodes.direct import answer_directly, check_direct_answer
 from nodes.final import (
-    answer_from_qa_table,
     fallback_reason,
     read_facts_and_passages,
     read_past_an_echo,
@@ -50,7 +49,6 @@ from tools.question_rules import (
     echoes_question,
     has_back_reference,
     may_share_an_answer,
-    past_the_bridge,
     rejection,
     with_answers_in_place,
 )
@@ -888,76 +886,6 @@ def test_questions_the_rules_walk_never_go_direct(question: str) -> None:
 
 def _row(sub_question: str, answer: str, pid: int) -> dict[str, Any]:
     return {"sub_question": sub_question, "answer": answer, "passage_ids": [pid]}
-
-
-ABRAHAM = "Who did the person considered the founder of three major monotheistic religions "
-ABRAHAM += "marry after the death of Sarah?"
-ABRAHAM_ROWS = [
-    _row("Who was the founder of three major monotheistic religions?", "Abraham", 1),
-    _row("Who did Abraham marry after the death of Sarah?", "Keturah", 2),
-]
-
-
-def test_an_llm_fin_bridge_answer_gives_way_to_the_row_past_it() -> None:
-    state = {"question": ABRAHAM, "qa_table": ABRAHAM_ROWS}
-    update = answer_from_qa_table(state, gateway=ScriptedWriter("Abraham"))  # type: ignore[arg-type]
-    assert update["answer"] == "Keturah"
-    assert update["notes"] == [
-        {
-            "kind": "past_the_bridge",
-            "text": "LLM_fin's 'Abraham' is a bridge: the answer of "
-            "'Who did Abraham marry after the death of Sarah?' replaces it",
-        }
-    ]
-    # LLM_fin's own answer past the bridge stands as it is.
-    update = answer_from_qa_table(state, gateway=ScriptedWriter("Keturah"))  # type: ignore[arg-type]
-    assert update["answer"] == "Keturah" and "notes" not in update
-
-
-@pytest.mark.parametrize(
-    ("question", "rows", "answer"),
-    [
-        # The later row asks about the answer in words the question does not use: it
-        # drifted, and the answer (an entity the question describes) stands.
-        (
-            "Which American film actor and dancer starred in the 1945 film Johnny Angel?",
-            [
-                _row("Who starred in Johnny Angel?", "George Raft", 1),
-                _row("Who was George Raft's partner in the 1945 film Johnny Angel?", "Claire", 2),
-            ],
-            "George Raft",
-        ),
-        # A date that checks a detail of the answer, for a question that asks who.
-        (
-            "Kaiser Ventures was founded by an American industrialist who founded what?",
-            [
-                _row("Who founded Kaiser Ventures?", "Henry J. Kaiser", 1),
-                _row("When was Kaiser Ventures founded by Henry J. Kaiser?", "1940", 2),
-            ],
-            "Henry J. Kaiser",
-        ),
-        # The chain went in a loop: past the bridge is an earlier answer.
-        (
-            "Which empire did the empire that Farrukhzad Khosrau V ruled succeed?",
-            [
-                _row("Which empire did Farrukhzad Khosrau V rule?", "Sasanian Empire", 1),
-                _row("Which empire did the Sasanian Empire succeed?", "Parthian Empire", 2),
-                _row("Which empire did the Parthian Empire succeed?", "Sasanian Empire", 3),
-            ],
-            "Parthian Empire",
-        ),
-        # A choice question's answer is an option, whatever later rows asked of it.
-        (
-            "Who was born first, Abraham or Keturah?",
-            [_row("Who did Abraham marry?", "Keturah", 1), _row("Who is Keturah?", "x", 2)],
-            "Keturah",
-        ),
-    ],
-)
-def test_an_answer_past_the_bridge_needs_a_row_in_the_questions_words(
-    question: str, rows: list[dict[str, Any]], answer: str
-) -> None:
-    assert past_the_bridge(question, rows, answer) is None
 
 
 TERMINATOR = "Who married the actor from Terminator?"

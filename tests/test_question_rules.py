@@ -41,7 +41,6 @@ from tools.question_rules import (
     next_plan_step,
     normalise_question,
     parse_plan,
-    past_the_bridge,
     question_coverage,
     question_words,
     rejection,
@@ -66,14 +65,6 @@ BRIDGE = [
     _row("When was Tom Clegg born?", "1934", 2),
     _row("Who directed Dog's Heart?", "Alberto Lattuada", 3),
     _row("When was Alberto Lattuada born?", "15 October 1914", 4),
-]
-ABRAHAM = (
-    "Who did the person considered the founder of three major monotheistic religions "
-    "marry after the death of Sarah?"
-)
-ABRAHAM_ROWS = [
-    _row("Who was the founder of three major monotheistic religions?", "Abraham", 1),
-    _row("Who did Abraham marry after the death of Sarah?", "Keturah", 2),
 ]
 
 
@@ -623,24 +614,6 @@ def test_next_plan_step(plan: list[str], state: dict[str, Any], expected: tuple[
 )
 def test_as_option(question: str, answer: str, expected: str) -> None:
     assert as_option(question, BRIDGE, answer) == expected
-
-
-@pytest.mark.parametrize(
-    ("question", "rows", "answer", "expected"),
-    [
-        (ABRAHAM, ABRAHAM_ROWS, "Abraham", "Keturah"),  # LLM_fin named the bridge
-        (ABRAHAM, ABRAHAM_ROWS, "Keturah", None),  # already past it
-        (ABRAHAM, ABRAHAM_ROWS[:1], "Abraham", None),  # no later row
-        (ABRAHAM, ABRAHAM_ROWS, "Sarah", None),  # no row gave it
-        ("Who was born first, Abraham or Keturah?", ABRAHAM_ROWS, "Abraham", None),  # choice
-        ("Did Abraham marry after the death of Sarah?", ABRAHAM_ROWS, "Abraham", None),
-    ],
-)
-def test_past_the_bridge(
-    question: str, rows: list[dict[str, Any]], answer: str, expected: str | None
-) -> None:
-    row = past_the_bridge(question, rows, answer)
-    assert (row and row["answer"]) == expected
 
 
 @pytest.mark.parametrize(

@@ -30,9 +30,9 @@ from app.settings import (
     MAX_QUESTION_COVERAGE,
     NAMELESS_MIN_WORDS,
 )
-from prompts import is_yes_no_question, load_lines, load_words
-from tools.answer_rules import contains_words, is_unknown, normalize_answer, says
-from tools.comparison import comparison_options, is_date, option_reached
+from prompts import load_lines, load_words
+from tools.answer_rules import contains_words, normalize_answer, says
+from tools.comparison import is_date, option_reached
 from tools.records import Row
 
 # --- Normalised questions and their words -------------------------------------------
@@ -386,45 +386,6 @@ def as_option(question: str, rows: Sequence[dict[str, Any]], answer: str) -> str
     often names the compared person ("István Szabó") for the film the question asks
     about (`option_reached`)."""
     return option_reached(question, rows, answer) or answer
-
-
-def past_the_bridge(
-    question: str, rows: Sequence[dict[str, Any]], answer: str
-) -> dict[str, Any] | None:
-    """The row that asked on about `answer` when `answer` is a bridge of the chain: a row
-    answered it, and a later row asked about it in the question's own words ("Who did
-    Abraham marry after the death of Sarah?" after "Who was the founder of three major
-    monotheistic religions?" gave Abraham). The 1.5B LLM_fin often names the bridge;
-    what the question asks for is that later row's answer. None for choice and yes/no
-    questions, a later answer the question states or an earlier row gave (a loop), and a
-    date the question does not ask for (a row that checked a detail of the answer)."""
-    norm = normalize_answer(answer)
-    if not norm or comparison_options(question) or is_yes_no_question(question):
-        return None
-    answers = [normalize_answer(row["answer"]) for row in rows]
-    if norm not in answers:
-        return None
-    asked = content_words(question)
-    later = [
-        row
-        for row in rows[answers.index(norm) + 1 :]
-        if says(row["sub_question"], answer)
-        and content_words(row["sub_question"]) - content_words(answer) <= asked
-    ]
-    if not later:
-        return None
-    row = later[-1]
-    found = normalize_answer(row["answer"])
-    looped = any(
-        other and (found in other or other in found)
-        for other, earlier in zip(answers, rows, strict=True)
-        if earlier is not row
-    )
-    stated = says(question, row["answer"])
-    off_date = is_date(row["answer"]) and not asks_for_date(question)
-    if not found or is_unknown(row["answer"]) or looped or stated or off_date:
-        return None
-    return row
 
 
 def about(passage: dict[str, Any], name: str) -> bool:
